@@ -1,0 +1,87 @@
+import net from 'node:net';
+
+/**
+ * A raw protocol connection for tests: write bytes, read exact lines and chunks.
+ * Mirrors beanstalkd's testserv.c helpers (send / expect).
+ */
+export class Wire {
+  private buf = Buffer.alloc(0);
+  private waiters: Array<() => void> = [];
+  closed = false;
+
+  private constructor(readonly socket: net.Socket) {
+    socket.on('data', (d) => { this.buf = Buffer.concat([this.buf, d]); this.wake(); });
+    socket.on('close', () => { this.closed = true; this.wake(); });
+    socket.on('error', () => { /* surfaced as close */ });
+  }
+
+  static connect(port: number, host = '127.0.0.1'): Promise<Wire> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect(port, host);
+      s.setNoDelay(true);
+      s.once('connect', () => resolve(new Wire(s)));
+      s.once('error', reject);
+    });
+  }
+
+  private wake(): void { const w = this.waiters; this.waiters = []; for (const f of w) f(); }
+
+  private async until(ready: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!ready()) {
+      if (this.closed) throw new Error(`connection closed while waiting for ${what}; have ${JSON.stringify(this.buf.toString('latin1'))}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${what}; have ${JSON.stringify(this.buf.toString('latin1'))}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => { clearTimeout(t); resolve(); });
+      });
+    }
+  }
+
+  send(data: string | Buffer): void { this.socket.write(data); }
+
+  /** One reply line without its CRLF. */
+  async line(timeoutMs = 5000): Promise<string> {
+    await this.until(() => this.buf.indexOf('\r\n') >= 0, timeoutMs, 'a line');
+    const i = this.buf.indexOf('\r\n');
+    const s = this.buf.subarray(0, i).toString('latin1');
+    this.buf = this.buf.subarray(i + 2);
+    return s;
+  }
+
+  /** Exactly n bytes (used for bodies: call with bytes + 2 to take the CRLF too). */
+  async bytes(n: number, timeoutMs = 5000): Promise<Buffer> {
+    await this.until(() => this.buf.length >= n, timeoutMs, `${n} bytes`);
+    const b = this.buf.subarray(0, n);
+    this.buf = this.buf.subarray(n);
+    return Buffer.from(b);
+  }
+
+  /** A reply line, plus its data chunk when the line announces one (RESERVED/FOUND/OK). */
+  async reply(timeoutMs = 5000): Promise<{ line: string; body?: Buffer }> {
+    const line = await this.line(timeoutMs);
+    const m = /^(?:RESERVED \d+|FOUND \d+|OK) (\d+)$/.exec(line);
+    if (!m) return { line };
+    const chunk = await this.bytes(Number(m[1]) + 2, timeoutMs);
+    return { line, body: chunk.subarray(0, chunk.length - 2) };
+  }
+
+  /** Sends a command and returns the reply line (and body text, joined by \n). */
+  async cmd(command: string, timeoutMs = 5000): Promise<string> {
+    this.send(command + '\r\n');
+    const r = await this.reply(timeoutMs);
+    return r.body === undefined ? r.line : `${r.line}\n${r.body.toString('latin1')}`;
+  }
+
+  /** True when nothing arrives within ms (e.g. a blocked reserve). */
+  async silent(ms: number): Promise<boolean> {
+    await new Promise((r) => setTimeout(r, ms));
+    return this.buf.length === 0;
+  }
+
+  /** Resolves when the server closes the connection. */
+  async waitClosed(timeoutMs = 5000): Promise<void> { await this.until(() => this.closed, timeoutMs, 'close'); }
+
+  close(): void { this.socket.destroy(); }
+}
