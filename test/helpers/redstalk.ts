@@ -1,0 +1,71 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createServer, type RedstalkServer, type ServerOptions } from '../../src/index.js';
+import { freePort, waitForPort } from './ports.js';
+import { startRedis, type TestRedis } from './redis.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** A fresh key prefix so tests sharing one redis-server never see each other's jobs. */
+export function uniquePrefix(): string {
+  return `t${randomBytes(5).toString('hex')}`;
+}
+
+export interface TestSidecar { port: number; server: RedstalkServer; stop(): Promise<void>; }
+
+/** An in-process redstalk on a free loopback port, talking to the given Redis. */
+export async function startRedstalk(opts: Partial<ServerOptions> & { redisUrl: string }): Promise<TestSidecar> {
+  const server = await createServer({
+    host: '127.0.0.1',
+    port: 0,
+    prefix: uniquePrefix(),
+    logLevel: 'silent',
+    ...opts,
+  });
+  return { port: server.port, server, stop: () => server.close() };
+}
+
+/** redis-server + one in-process redstalk; stop() tears both down. */
+export async function startStack(opts: Partial<ServerOptions> = {}): Promise<TestSidecar & { redis: TestRedis }> {
+  const redis = await startRedis();
+  const sidecar = await startRedstalk({ ...opts, redisUrl: redis.url });
+  return {
+    ...sidecar,
+    redis,
+    async stop() { await sidecar.stop(); await redis.stop(); },
+  };
+}
+
+export interface SpawnedSidecar { port: number; child: ChildProcess; output(): string; stop(signal?: NodeJS.Signals): Promise<number | null>; }
+
+/** redstalk as a separate process (for SIGKILL / signal / CLI tests). */
+export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {}): Promise<SpawnedSidecar> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), '-l', '127.0.0.1', '-p', String(port), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => { out += d; });
+  child.stderr!.on('data', (d) => { out += d; });
+  try {
+    await waitForPort(port, 15_000);
+  } catch (e) {
+    child.kill('SIGKILL');
+    throw new Error(`redstalk did not start: ${out}`);
+  }
+  return {
+    port,
+    child,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+      const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
