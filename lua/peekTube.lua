@@ -1,0 +1,14 @@
+#!lua flags=no-writes
+--[[
+  peek-ready / peek-delayed / peek-buried in one tube: the job reserve would
+  pick (pause ignored), the soonest delayed job, the oldest buried job.
+  KEYS  8 globals, then 5 for the tube
+  ARGV  [1] 'ready' | 'delayed' | 'buried'
+  Returns {id, body} or an empty array.
+]]
+--- @include "common"
+local T = tube_keys(1)
+local first = redis.call('ZRANGE', T[ARGV[1]], 0, 0)
+if not first[1] then return {} end
+local id = unpad(first[1])
+return { id, redis.call('HGET', K_BODIES, id) }

@@ -1,0 +1,40 @@
+// Public API: start a redstalk server in-process.
+import { pino } from 'pino';
+import { LIMITS } from './protocol/spec.js';
+import { Sidecar, type SidecarOptions } from './server/sidecar.js';
+
+export interface ServerOptions extends SidecarOptions {
+  logLevel: string;
+}
+
+export interface RedstalkServer {
+  readonly port: number;
+  readonly sidecar: Sidecar;
+  /** beanstalkd's drain mode (SIGUSR1). */
+  drain(): void;
+  close(): Promise<void>;
+}
+
+export const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 11300,
+  prefix: 'redstalk',
+  maxJobSize: LIMITS.defaultMaxJobSize,
+  heartbeatMs: 1000,
+  redisTimeoutMs: 2000,
+  logLevel: 'info',
+};
+
+export async function createServer(options: Partial<ServerOptions> & { redisUrl: string }): Promise<RedstalkServer> {
+  const opts: ServerOptions = { ...DEFAULTS, ...options };
+  const log = pino({ level: opts.logLevel, base: { pid: process.pid } });
+  const sidecar = new Sidecar(opts, log);
+  await sidecar.start();
+  sidecar.startBackground();
+  return {
+    get port() { return sidecar.port; },
+    sidecar,
+    drain: () => sidecar.drain(),
+    close: () => sidecar.close(),
+  };
+}

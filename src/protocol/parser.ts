@@ -1,0 +1,100 @@
+// Command-line parsing with beanstalkd's exact rules (prot.c: which_cmd,
+// read_u32/read_u64/read_tube_name, strtoul for kick). A line arrives here
+// without its CRLF; framing (line limit, bodies) lives in server/connection.ts.
+import { COMMANDS, LIMITS, LONGEST_MATCH, isValidName, nameSpan, type CommandSpec } from './spec.js';
+
+export interface ParsedCommand {
+  spec: CommandSpec;
+  /** Numbers as numbers (u32 and below), ids as canonical decimal strings, names as strings. */
+  args: Array<number | string>;
+  /** Bytes left after the last argument (only put looks at this itself). */
+  trailing: boolean;
+}
+
+export const enum ParseError { BadFormat = 1, UnknownCommand = 2 }
+
+const U32_MAX = 4294967295;
+const U64_MAX = 18446744073709551615n;
+const SPACE = 32;
+
+function isDigit(c: number): boolean { return c >= 48 && c <= 57; }
+
+/** Index after the digits starting at i (i must be a digit). */
+function digitsEnd(s: string, i: number): number {
+  while (i < s.length && isDigit(s.charCodeAt(i))) i++;
+  return i;
+}
+
+export function matchCommand(line: string): CommandSpec | undefined {
+  // Command words are case-insensitive in redstalk (beanstalkd: case-sensitive).
+  const head = line.length > LONGEST_MATCH ? line.slice(0, LONGEST_MATCH).toLowerCase() : line.toLowerCase();
+  for (const spec of COMMANDS) if (head.startsWith(spec.match)) return spec;
+  return undefined;
+}
+
+/** Parses one command line; an error value means the reply is that error. */
+export function parseCommand(line: string): ParsedCommand | ParseError {
+  if (line.indexOf('\0') >= 0) return ParseError.BadFormat;
+  const spec = matchCommand(line);
+  if (!spec) return ParseError.UnknownCommand;
+  if (spec.exact && line.length !== spec.match.length) return ParseError.BadFormat;
+
+  const args: Array<number | string> = [];
+  let i = spec.match.length;
+  for (const arg of spec.args) {
+    switch (arg.type) {
+      case 'u32': case 'seconds': case 'timeout': case 'u64': {
+        while (line.charCodeAt(i) === SPACE) i++;
+        if (!isDigit(line.charCodeAt(i))) return ParseError.BadFormat;
+        const end = digitsEnd(line, i);
+        const digits = line.slice(i, end);
+        i = end;
+        if (arg.type === 'u64') {
+          const v = BigInt(digits);
+          if (v > U64_MAX) return ParseError.BadFormat;
+          args.push(v.toString());
+        } else {
+          const v = digits.length > 10 ? Infinity : Number(digits);
+          if (v > (arg.type === 'timeout' ? LIMITS.reserveTimeoutMax : U32_MAX)) return ParseError.BadFormat;
+          args.push(v);
+        }
+        break;
+      }
+      case 'lenient-u32': {
+        // strtoul: leading white space, an optional sign, digits; the value
+        // wraps modulo 2^64 and is then truncated to 32 bits.
+        while (i < line.length && ' \t\n\v\f\r'.includes(line[i]!)) i++;
+        let negative = false;
+        if (line[i] === '+' || line[i] === '-') { negative = line[i] === '-'; i++; }
+        if (!isDigit(line.charCodeAt(i))) return ParseError.BadFormat;
+        const end = digitsEnd(line, i);
+        let v = BigInt(line.slice(i, end));
+        i = end;
+        if (v > U64_MAX) return ParseError.BadFormat;
+        if (negative) v = (U64_MAX + 1n - v) % (U64_MAX + 1n);
+        args.push(Number(v & 0xffffffffn));
+        break;
+      }
+      case 'tube': {
+        const name = line.slice(i);
+        if (!isValidName(name)) return ParseError.BadFormat;
+        args.push(name);
+        i = line.length;
+        break;
+      }
+      case 'tube-lenient': {
+        // read_tube_name: leading spaces, then a run of name characters; an
+        // unusable name simply matches no tube (NOT_FOUND), as in beanstalkd.
+        while (line.charCodeAt(i) === SPACE) i++;
+        const n = nameSpan(line, i);
+        if (n === 0) return ParseError.BadFormat;
+        args.push(line.slice(i, i + n));
+        i += n;
+        break;
+      }
+    }
+  }
+  const trailing = i < line.length;
+  if (trailing && spec.trailing === 'reject' && !spec.body) return ParseError.BadFormat;
+  return { spec, args, trailing };
+}

@@ -1,0 +1,65 @@
+// The command table, loaded once from protocol/commands.json (the single
+// source shared with clients and tests) and turned into lookup structures.
+import commandsJson from '../../protocol/commands.json' with { type: 'json' };
+
+export type ArgType = 'u32' | 'u64' | 'seconds' | 'timeout' | 'lenient-u32' | 'tube' | 'tube-lenient';
+
+export interface CommandSpec {
+  name: string;
+  /** Literal prefix, lower case. */
+  match: string;
+  exact?: boolean;
+  args: Array<{ name: string; type: ArgType }>;
+  trailing?: 'reject' | 'ignore';
+  body?: { lengthFrom: string; terminator: string };
+  role?: 'producer' | 'worker';
+  counter?: string;
+  replies: string[];
+  extension?: boolean;
+}
+
+export interface ProtocolSpec {
+  limits: {
+    lineBytes: number;
+    tubeNameBytes: number;
+    defaultMaxJobSize: number;
+    maxJobSizeCap: number;
+    urgentBelowPri: number;
+    safetyMarginSeconds: number;
+    reserveTimeoutMax: number;
+  };
+  nameChars: string;
+  errors: string[];
+  commands: CommandSpec[];
+}
+
+export const PROTOCOL = commandsJson as unknown as ProtocolSpec;
+export const LIMITS = PROTOCOL.limits;
+export const COMMANDS: readonly CommandSpec[] = PROTOCOL.commands;
+
+/** Longest match literal: the part of a line lower-cased for matching. */
+export const LONGEST_MATCH = Math.max(...COMMANDS.map((c) => c.match.length));
+
+/** Every per-command counter in `stats`, in the order 1.13 prints them. */
+export const COMMAND_COUNTERS: readonly string[] = [
+  'cmd-put', 'cmd-peek', 'cmd-peek-ready', 'cmd-peek-delayed', 'cmd-peek-buried',
+  'cmd-reserve', 'cmd-reserve-with-timeout', 'cmd-delete', 'cmd-release', 'cmd-use',
+  'cmd-watch', 'cmd-ignore', 'cmd-bury', 'cmd-kick', 'cmd-touch', 'cmd-stats',
+  'cmd-stats-job', 'cmd-stats-tube', 'cmd-list-tubes', 'cmd-list-tube-used',
+  'cmd-list-tubes-watched', 'cmd-pause-tube',
+];
+
+const NAME_CHAR = new Uint8Array(256);
+for (const ch of PROTOCOL.nameChars) NAME_CHAR[ch.charCodeAt(0)] = 1;
+
+/** Length of the run of tube-name characters in s starting at i. */
+export function nameSpan(s: string, i: number): number {
+  let j = i;
+  while (j < s.length && NAME_CHAR[s.charCodeAt(j)] === 1) j++;
+  return j - i;
+}
+
+/** beanstalkd's name_is_ok: 1..200 name characters, not starting with '-'. */
+export function isValidName(s: string): boolean {
+  return s.length > 0 && s.length <= LIMITS.tubeNameBytes && s.charCodeAt(0) !== 45 && nameSpan(s, 0) === s.length;
+}
