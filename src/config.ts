@@ -1,0 +1,50 @@
+// Configuration: defaults < environment < flags, validated once with ajv.
+import { Ajv, type JSONSchemaType } from 'ajv';
+import { LIMITS } from './protocol/spec.js';
+
+export interface Config {
+  listen: string;
+  port: number;
+  maxJobSize: number;
+  /** Empty: run an embedded redis-server. */
+  redisUrl: string;
+  prefix: string;
+  dataDir: string;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['listen', 'port', 'maxJobSize', 'redisUrl', 'prefix', 'dataDir', 'logLevel'],
+  properties: {
+    listen: { type: 'string', minLength: 1 },
+    port: { type: 'integer', minimum: 0, maximum: 65535 },
+    maxJobSize: { type: 'integer', minimum: 0 },
+    redisUrl: { type: 'string', pattern: '^(rediss?://.+)?$' },
+    prefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
+    dataDir: { type: 'string', minLength: 1 },
+    logLevel: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+  },
+};
+
+const validate = new Ajv({ allErrors: true }).compile(CONFIG_SCHEMA);
+
+export class ConfigError extends Error {
+  override get name(): string { return 'ConfigError'; }
+}
+
+/** Checks a merged config; beanstalkd clamps -z to 1 GiB, so do we. */
+export function checkConfig(raw: Config): { config: Config; warnings: string[] } {
+  if (!validate(raw)) {
+    const why = (validate.errors ?? []).map((e) => `${e.instancePath || 'config'} ${e.message}`).join('; ');
+    throw new ConfigError(`invalid configuration: ${why}`);
+  }
+  const warnings: string[] = [];
+  const config = { ...raw };
+  if (config.maxJobSize > LIMITS.maxJobSizeCap) {
+    warnings.push(`maximum job size was set to ${config.maxJobSize}; clamped to ${LIMITS.maxJobSizeCap}`);
+    config.maxJobSize = LIMITS.maxJobSizeCap;
+  }
+  return { config: Object.freeze(config), warnings };
+}
