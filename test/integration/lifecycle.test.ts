@@ -1,0 +1,146 @@
+// The process: CLI flags, embedded Redis, restart with state intact,
+// signals, and a Redis that goes away and comes back.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startRedis } from '../helpers/redis.js';
+import { ROOT, spawnRedstalk, startRedstalk, type SpawnedSidecar } from '../helpers/redstalk.js';
+import { Wire } from '../helpers/wire.js';
+
+const cleanup: Array<() => Promise<unknown> | void> = [];
+afterEach(async () => {
+  for (const f of cleanup.splice(0).reverse()) await f();
+});
+
+function yaml(reply: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of reply.split('\n').slice(2)) {
+    const m = /^([a-z-]+): (.*)$/.exec(l);
+    if (m) out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
+async function dial(port: number): Promise<Wire> {
+  const w = await Wire.connect(port);
+  cleanup.push(() => w.close());
+  return w;
+}
+
+function tempDir(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'redstalk-cli-'));
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function spawn(args: string[]): Promise<SpawnedSidecar> {
+  const s = await spawnRedstalk(args);
+  cleanup.push(() => s.stop());
+  return s;
+}
+
+describe('CLI', () => {
+  it('-V prints the version; bad flags exit non-zero with a message', () => {
+    const cli = path.join(ROOT, 'src/cli.ts');
+    const v = spawnSync(process.execPath, ['--import', 'tsx', cli, '-V'], { cwd: ROOT, encoding: 'utf8' });
+    expect(v.status).toBe(0);
+    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const bad = spawnSync(process.execPath, ['--import', 'tsx', cli, '-p', 'x'], { cwd: ROOT, encoding: 'utf8' });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain('not a whole number');
+    const badUrl = spawnSync(process.execPath, ['--import', 'tsx', cli, '--redis', 'http://x'], { cwd: ROOT, encoding: 'utf8' });
+    expect(badUrl.status).toBe(2);
+    expect(badUrl.stderr).toContain('invalid configuration');
+  });
+
+  it('says clearly when redis-server is missing and no --redis was given', () => {
+    const cli = path.join(ROOT, 'src/cli.ts');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', cli, '-p', '0', '--data-dir', tempDir()], {
+      cwd: ROOT, encoding: 'utf8', env: { ...process.env, PATH: tempDir() },
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('redis-server was not found on PATH');
+  });
+
+  it('-z sets the maximum job size', async () => {
+    const s = await spawn(['-z', '5', '--data-dir', tempDir(), '--log-level', 'warn']);
+    const a = await dial(s.port);
+    expect(await a.cmd('put 0 0 1 6\r\n123456')).toBe('JOB_TOO_BIG');
+    expect(await a.cmd('put 0 0 1 5\r\n12345')).toBe('INSERTED 1');
+    expect(yaml(await a.cmd('stats'))['max-job-size']).toBe('5');
+  });
+});
+
+describe('embedded Redis and restarts', () => {
+  it('keeps every job state across a restart; reservations are handed back on SIGTERM', async () => {
+    const dir = tempDir();
+    let s = await spawnRedstalk(['--data-dir', dir, '--log-level', 'warn']);
+    let a = await Wire.connect(s.port);
+    await a.cmd('use keep');
+    await a.cmd('put 5 0 60 5\r\nready');
+    await a.cmd('put 0 3600 60 7\r\ndelayed');
+    await a.cmd('put 0 0 60 6\r\nburied');
+    await a.cmd('put 0 0 60 8\r\nreserved');
+    await a.cmd('watch keep');
+    expect(await a.cmd('reserve-job 3')).toBe('RESERVED 3 6\nburied');
+    expect(await a.cmd('bury 3 9')).toBe('BURIED');
+    expect(await a.cmd('reserve-job 4')).toBe('RESERVED 4 8\nreserved');
+    expect(await s.stop('SIGTERM')).toBe(0);
+    a.close();
+    expect(existsSync(path.join(dir, 'appendonlydir'))).toBe(true);
+
+    s = await spawnRedstalk(['--data-dir', dir, '--log-level', 'warn']);
+    cleanup.push(() => s.stop());
+    a = await dial(s.port);
+    const state = async (id: number) => yaml(await a.cmd(`stats-job ${id}`)).state;
+    expect([await state(1), await state(2), await state(3), await state(4)]).toEqual(['ready', 'delayed', 'buried', 'ready']);
+    expect(yaml(await a.cmd('stats-job 3')).pri).toBe('9');
+    expect(await a.cmd('peek 2')).toBe('FOUND 2 7\ndelayed');
+    expect(await a.cmd('put 0 0 60 1\r\nn')).toBe('INSERTED 5');
+    expect(yaml(await a.cmd('stats-tube keep'))['total-jobs']).toBe('4');
+  }, 30_000);
+
+  it('SIGUSR1 turns on drain mode', async () => {
+    const s = await spawn(['--data-dir', tempDir(), '--log-level', 'warn']);
+    const a = await dial(s.port);
+    s.child.kill('SIGUSR1');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await a.cmd('put 0 0 1 1\r\nx')).toBe('DRAINING');
+    expect(yaml(await a.cmd('stats')).draining).toBe('true');
+  });
+});
+
+describe('Redis outage', () => {
+  it('answers INTERNAL_ERROR quickly while Redis is down, and recovers by itself', async () => {
+    const dir = tempDir();
+    let redis = await startRedis({ dir, appendonly: true });
+    const port = redis.port;
+    const sidecar = await startRedstalk({ redisUrl: redis.url, redisTimeoutMs: 500 });
+    cleanup.push(() => sidecar.stop());
+    const a = await dial(sidecar.port);
+    expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
+    const waiter = await dial(sidecar.port);
+    waiter.send('reserve-with-timeout 30\r\n');
+    await redis.stop({ keepDir: true });
+    const t0 = Date.now();
+    expect(await a.cmd('put 0 0 60 1\r\ny')).toBe('INTERNAL_ERROR');
+    expect(await a.cmd('peek 1')).toBe('INTERNAL_ERROR');
+    expect(Date.now() - t0).toBeLessThan(2500);
+    expect(await a.cmd('list-tube-used')).toBe('USING default');
+
+    redis = await startRedis({ dir, appendonly: true, port });
+    cleanup.push(() => redis.stop());
+    let reply = '';
+    for (let i = 0; i < 50 && !reply.startsWith('FOUND'); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      reply = await a.cmd('peek 1');
+    }
+    expect(reply).toBe('FOUND 1 1\nx');
+    // The blocked reserve was not lost: it is served once Redis is back.
+    expect(await a.cmd('put 0 0 60 1\r\nz')).toMatch(/^INSERTED \d+$/);
+    const r = await waiter.reply(5000);
+    expect(r.line).toMatch(/^RESERVED \d+ 1$/);
+  }, 30_000);
+});
