@@ -206,6 +206,7 @@ describe.skipIf(!hasBeanstalkd)(`engine against beanstalkd${hasBeanstalkd ? '' :
     'a:2 put 0 0 100 1\\r\\nxyz',
     'a: put 0 0 100 1\\r\\ny',
     'a: reserve',
+    'a: reserve',
     'a: stats-job {id:2}',
     'a: stats-tube default',
     'a: list-tubes-watched',
