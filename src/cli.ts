@@ -5,8 +5,7 @@ import { pino } from 'pino';
 import { checkConfig, ConfigError, type Config } from './config.js';
 import { createServer, DEFAULTS, type RedstalkServer } from './index.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from './cli/embedded-redis.js';
-
-const VERSION = '0.1.0';
+import pkg from '../package.json' with { type: 'json' };
 
 function integer(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('not a whole number');
@@ -82,7 +81,7 @@ async function serve(flags: Record<string, unknown>): Promise<void> {
 
 const program = new Command('redstalk')
   .description('beanstalkd-compatible work queue that keeps every job in Redis')
-  .version(VERSION, '-V, --version', 'print the version and exit')
+  .version(pkg.version, '-V, --version', 'print the version and exit')
   .helpOption('-h, --help', 'show this help');
 
 function addServeOptions(cmd: Command): Command {

@@ -35,9 +35,9 @@ export const DELIBERATE_DIVERGENCES: readonly DeliberateDivergence[] = [
   },
   {
     id: 'reserve-timeout-parse',
-    area: '`reserve-with-timeout <seconds>` with a negative or non-numeric argument',
-    beanstalkd112: 'parsed with strtol: a negative value waits like plain `reserve`, a non-numeric one acts as 0',
-    redstalk: '`BAD_FORMAT`, as in beanstalkd 1.13 (#607)',
+    area: '`reserve-with-timeout <seconds>` with a negative, non-numeric (incl. `+N`) or > 2147483647 argument',
+    beanstalkd112: 'parsed with strtol: a negative value waits like plain `reserve`, a non-numeric one acts as 0, `+N` and values above INT_MAX are accepted',
+    redstalk: '`BAD_FORMAT`, as in beanstalkd 1.13 (#607: digits only, 0..2147483647)',
     handling: 'declared-per-step',
   },
   {
