@@ -83,12 +83,13 @@ export function parseCommand(line: string): ParsedCommand | ParseError {
         break;
       }
       case 'tube-lenient': {
-        // read_tube_name: leading spaces, then a run of name characters; an
-        // unusable name simply matches no tube (NOT_FOUND), as in beanstalkd.
+        // read_tube_name: leading spaces, then a run of name characters
+        // (so no space is needed after "pause-tube"); the name must be valid.
         while (line.charCodeAt(i) === SPACE) i++;
         const n = nameSpan(line, i);
-        if (n === 0) return ParseError.BadFormat;
-        args.push(line.slice(i, i + n));
+        const name = line.slice(i, i + n);
+        if (!isValidName(name)) return ParseError.BadFormat;
+        args.push(name);
         i += n;
         break;
       }

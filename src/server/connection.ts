@@ -76,9 +76,13 @@ export class Connection {
 
   /** Runs commands while input is complete and nothing is in flight. */
   pump(): void {
-    while (!this.busy && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT && this.step()) { /* next */ }
+    let needInput = false;
+    while (!this.busy && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT) {
+      if (!this.step()) { needInput = true; break; }
+    }
     if (this.closed) return;
-    if (this.eof && !this.busy && this.input.length === 0) { this.close(); return; }
+    // EOF: every complete command has been answered; a partial one is dropped.
+    if (this.eof && needInput) { this.close(); return; }
     const full = this.input.length >= MAX_BUFFERED_INPUT + (this.mode === Mode.Body ? this.need : 0);
     if (full || this.socket.writableLength >= MAX_BUFFERED_OUTPUT) this.socket.pause();
     else this.socket.resume();

@@ -285,3 +285,13 @@ describe.skipIf(!hasBeanstalkd)(`engine against beanstalkd${hasBeanstalkd ? '' :
     expect(r2.divergences.map((d) => d.kind)).toEqual(['desync']);
   }, 10_000);
 });
+
+describe('README', () => {
+  it('documents every normalisation rule and every deliberate divergence', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { NORMALISATION_RULES } = await import('./normalise.js');
+    const readme = readFileSync(new URL('./README.md', import.meta.url), 'utf8');
+    for (const r of NORMALISATION_RULES) expect(readme).toContain(`| \`${r.name}\` | ${r.applies} | ${r.rule} |`);
+    for (const d of DELIBERATE_DIVERGENCES) expect(readme).toContain(`| \`${d.id}\` | ${d.area} | ${d.beanstalkd112} | ${d.redstalk} | ${d.handling} |`);
+  });
+});

@@ -63,7 +63,7 @@ describe('parseCommand', () => {
     for (const l of ['put 1 2 3', 'put -1 2 3 4', 'put +1 2 3 4', 'put 4294967296 0 0 0', 'peek 18446744073709551616',
       'delete 1 ', 'delete 1x', 'delete ', 'release 1 2', 'bury 1', 'touch x', 'stats-job', 'reserve-with-timeout 2147483648',
       'reserve-with-timeout -1', 'reserve-with-timeout x', 'kick ', 'kick x', 'kick 18446744073709551616', 'pause-tube x', 'pause-tube :x 1',
-      'pause-tube x 1 ', 'peek-ready ', 'stats ', 'reserve ', 'list-tubes-watched x', 'stats\0']) {
+      'pause-tube x 1 ', 'pause-tube -x 1', `pause-tube ${'a'.repeat(201)} 1`, 'peek-ready ', 'stats ', 'reserve ', 'list-tubes-watched x', 'stats\0']) {
       expect([l, parse(l)]).toEqual([l, BF]);
     }
   });
