@@ -43,6 +43,7 @@ end
 local id = unpad(best_member)
 redis.call('ZREM', best.ready, best_member)
 local j = load_job(id)
+if not j then return { 0, 0 } end -- a stale member is dropped; the caller looks again at once
 enter_reserved(best, id, j, now, ARGV[1])
 save_job(id, j)
 return { 1, id, j[F_TTR], redis.call('HGET', K_BODIES, id), best.name }

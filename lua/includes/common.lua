@@ -149,14 +149,20 @@ end
 -- Due delayed jobs of one tube become ready. Returns how many moved.
 local function promote_delayed(T, now, limit)
   local due = redis.call('ZRANGEBYSCORE', T.delayed, '-inf', now, 'LIMIT', 0, limit)
+  local moved = 0
   for _, p in ipairs(due) do
     local id = unpad(p)
     local j = load_job(id)
-    leave_delayed(T, id, j)
-    enter_ready(T, id, j)
-    save_job(id, j)
+    if j then
+      leave_delayed(T, id, j)
+      enter_ready(T, id, j)
+      save_job(id, j)
+      moved = moved + 1
+    else
+      redis.call('ZREM', T.delayed, p) -- stale member of a job that is gone
+    end
   end
-  return #due
+  return moved
 end
 
 -- TTR expiry: reservations past their deadline go back to ready (counting a
@@ -166,9 +172,11 @@ local function expire_reservations(by_name, now, limit, moved)
   for _, p in ipairs(due) do
     local name = string.sub(p, ID_WIDTH + 1)
     local T = by_name[name]
-    if T then
-      local id = unpad(p)
-      local j = load_job(id)
+    local id = unpad(p)
+    local j = T and load_job(id)
+    if T and not j then
+      redis.call('ZREM', K_RESERVED, p) -- stale member of a job that is gone
+    elseif T then
       leave_reserved(T, id, j)
       j[F_TIMEOUTS] = j[F_TIMEOUTS] + 1
       redis.call('HINCRBY', K_STATS, 'job-timeouts', 1)
