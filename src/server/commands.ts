@@ -5,7 +5,7 @@
 import os from 'node:os';
 import type { ParsedCommand } from '../protocol/parser.js';
 import { jobReply, line, okReply, REPLY } from '../protocol/replies.js';
-import { COMMAND_COUNTERS } from '../protocol/spec.js';
+import { COMMAND_COUNTERS, COMMANDS } from '../protocol/spec.js';
 import { yamlDict, yamlList, type StatValue } from '../protocol/yaml.js';
 import type { Connection } from './connection.js';
 import { sumSnapshots } from './counters.js';
@@ -150,6 +150,11 @@ const HANDLERS: Record<string, Handler> = {
     c.send(ok ? REPLY.PAUSED : REPLY.NOT_FOUND);
   },
 };
+
+/** Commands of protocol/commands.json that have no handler (must be none). */
+export function unhandledCommands(): string[] {
+  return COMMANDS.map((c) => c.name).filter((name) => !(name in HANDLERS));
+}
 
 export function dispatch(c: Connection, cmd: ParsedCommand): Promise<void> | void {
   const { spec } = cmd;

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { Keys } from '../store/keys.js';
 import { Store, type ReservedJob } from '../store/store.js';
+import { unhandledCommands } from './commands.js';
 import { Connection } from './connection.js';
 import { Counters } from './counters.js';
 import { Waiters } from './waiters.js';
@@ -75,6 +76,8 @@ export class Sidecar {
   }
 
   async start(): Promise<void> {
+    const missing = unhandledCommands();
+    if (missing.length) throw new Error(`no handler for: ${missing.join(', ')}`);
     await Promise.all([this.redis.connect(), this.subscriber.connect()]);
     let subscribed = false;
     this.subscriber.on('ready', () => {

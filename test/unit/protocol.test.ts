@@ -5,6 +5,7 @@ import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { ParseError, parseCommand } from '../../src/protocol/parser.js';
 import { COMMANDS, isValidName, PROTOCOL } from '../../src/protocol/spec.js';
+import { unhandledCommands } from '../../src/server/commands.js';
 import { yamlDict, yamlList } from '../../src/protocol/yaml.js';
 import { ROOT } from '../helpers/redstalk.js';
 
@@ -30,6 +31,10 @@ describe('protocol/commands.json', () => {
     const broken = structuredClone(PROTOCOL) as unknown as { commands: Array<Record<string, unknown>> };
     broken.commands[0]!.args = [{ name: 'x', type: 'float' }];
     expect(validate(broken)).toBe(false);
+  });
+
+  it('every command has a handler', () => {
+    expect(unhandledCommands()).toEqual([]);
   });
 
   it('lists the whole beanstalkd 1.13 command set, in which_cmd order', () => {
