@@ -38,6 +38,7 @@ const HANDLERS: Record<string, Handler> = {
     const tube = await tubeOf(c, id as string);
     const job = tube === null ? null : await c.sidecar.store.reserveJob(c.owner, id as string, tube);
     if (!job) return c.send(REPLY.NOT_FOUND);
+    c.sidecar.setWorker(c); // beanstalkd counts a reserve-job worker only once it got a job
     c.reserve(job);
   },
   reserve: (c) => c.sidecar.waiters.wait(c, null),

@@ -4,13 +4,14 @@
  * (through a rewriting proxy or a fake server), while tolerating exactly what the
  * normalisation rules allow.
  */
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { hasBeanstalkd } from '../helpers/beanstalkd.js';
 import { DELIBERATE_DIVERGENCES } from './deliberate.js';
 import { DslError, parseScenarios, parseTemplate, type Scenario } from './dsl.js';
 import { runScenario, type ScenarioResult, type Target, type TargetInstance } from './engine.js';
-import { compareNorm, IdMap, normaliseReply, type RawReply } from './normalise.js';
+import { compareNorm, IdMap, NORMALISATION_RULES, normaliseReply, type RawReply } from './normalise.js';
 import { beanstalkdTarget, proxyTarget, replyBytes } from './targets.js';
 
 const one = (text: string): Scenario => {
@@ -287,9 +288,7 @@ describe.skipIf(!hasBeanstalkd)(`engine against beanstalkd${hasBeanstalkd ? '' :
 });
 
 describe('README', () => {
-  it('documents every normalisation rule and every deliberate divergence', async () => {
-    const { readFileSync } = await import('node:fs');
-    const { NORMALISATION_RULES } = await import('./normalise.js');
+  it('documents every normalisation rule and every deliberate divergence', () => {
     const readme = readFileSync(new URL('./README.md', import.meta.url), 'utf8');
     for (const r of NORMALISATION_RULES) expect(readme).toContain(`| \`${r.name}\` | ${r.applies} | ${r.rule} |`);
     for (const d of DELIBERATE_DIVERGENCES) expect(readme).toContain(`| \`${d.id}\` | ${d.area} | ${d.beanstalkd112} | ${d.redstalk} | ${d.handling} |`);

@@ -372,7 +372,11 @@ export function summarise(results: ScenarioResult[]): Summary {
 }
 
 export function formatSummary(s: Summary, ref: string, sub: string): string {
-  const lines = [`differential ${ref} vs ${sub}: ${s.scenarios} scenarios, ${s.divergences.length} divergences, ${s.deliberate.length} deliberate-divergence steps exercised, ${(s.ms / 1000).toFixed(1)} s`];
+  const byId = new Map<string, number>();
+  for (const h of s.deliberate) byId.set(h.divergence, (byId.get(h.divergence) ?? 0) + 1);
+  const hits = [...byId].map(([id, n]) => `${id} x${n}`).join(', ');
+  const lines = [`differential ${ref} vs ${sub}: ${s.scenarios} scenarios, ${s.divergences.length} divergences, ${(s.ms / 1000).toFixed(1)} s`];
+  lines.push(`  deliberate divergences exercised (not failures): ${hits || 'none'}`);
   const failing = new Set(s.divergences.map((d) => d.scenario));
   if (failing.size) lines.push(`  failing scenarios (${failing.size}): ${[...failing].join(' | ')}`);
   return lines.join('\n');
