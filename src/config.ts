@@ -21,7 +21,7 @@ export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
     listen: { type: 'string', minLength: 1 },
     port: { type: 'integer', minimum: 0, maximum: 65535 },
     maxJobSize: { type: 'integer', minimum: 0 },
-    redisUrl: { type: 'string', pattern: '^(rediss?://.+)?$' },
+    redisUrl: { type: 'string', pattern: '^((rediss?|redis-cluster)://.+)?$' },
     prefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
     dataDir: { type: 'string', minLength: 1 },
     logLevel: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },

@@ -3,7 +3,7 @@
 // dead sidecars). Several sidecars on one Redis behave as one server.
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
-import { Redis } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { Keys } from '../store/keys.js';
 import { Store, type ReservedJob } from '../store/store.js';
@@ -30,6 +30,22 @@ const PROMOTE_CHUNK = 1000;
 /** Coalesces counter changes into at most one snapshot write per interval. */
 const SNAPSHOT_INTERVAL_MS = 20;
 
+/**
+ * `redis://` / `rediss://` URLs name one server; `redis-cluster://h1:p1,h2:p2`
+ * names seed nodes of a Redis Cluster (every key of a script shares one hash
+ * tag, so each script runs on the node owning that slot).
+ */
+export function connectRedis(url: string, options: RedisOptions): Redis | Cluster {
+  const cluster = /^redis-cluster:\/\/(.+)$/.exec(url);
+  if (!cluster) return new Redis(url, options);
+  const seeds = cluster[1]!.split(',').map((hostPort) => {
+    const [host, port] = hostPort.split(':');
+    return { host: host!, port: Number(port ?? 6379) };
+  });
+  const { lazyConnect, enableOfflineQueue, ...redisOptions } = options;
+  return new Cluster(seeds, { lazyConnect, enableOfflineQueue, redisOptions, clusterRetryStrategy: options.retryStrategy as (n: number) => number });
+}
+
 export class Sidecar {
   readonly nodeId = randomBytes(8).toString('hex');
   readonly startedAt = Date.now();
@@ -37,12 +53,12 @@ export class Sidecar {
   readonly counters = new Counters();
   readonly waiters = new Waiters(this);
   readonly keys: Keys;
-  readonly redis: Redis;
+  readonly redis: Redis | Cluster;
   readonly store: Store;
   draining = false;
   port = 0;
 
-  private readonly subscriber: Redis;
+  private readonly subscriber: Redis | Cluster;
   private readonly server: net.Server;
   private readonly connections = new Set<Connection>();
   private readonly pending = new Set<Promise<unknown>>();
@@ -67,9 +83,9 @@ export class Sidecar {
       connectTimeout: options.redisTimeoutMs,
       retryStrategy: (times: number) => Math.min(times * 100, 1000),
     };
-    this.redis = new Redis(options.redisUrl, redisOptions);
+    this.redis = connectRedis(options.redisUrl, redisOptions);
     this.redis.on('error', (err) => this.log.warn({ err }, 'redis error'));
-    this.subscriber = new Redis(options.redisUrl, { lazyConnect: true, retryStrategy: redisOptions.retryStrategy });
+    this.subscriber = connectRedis(options.redisUrl, { lazyConnect: true, retryStrategy: redisOptions.retryStrategy });
     this.subscriber.on('error', (err) => this.log.warn({ err }, 'redis subscriber error'));
     this.store = new Store(this.redis, this.keys);
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));

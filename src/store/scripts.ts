@@ -4,7 +4,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** lua/ sits next to src/ and next to dist/ in the published package. */
 function luaDir(): string {
@@ -42,6 +42,6 @@ export function scriptMethod(name: string): string {
   return `rs_${name}`;
 }
 
-export function defineScripts(redis: Redis, scripts: Map<string, string>): void {
+export function defineScripts(redis: Redis | Cluster, scripts: Map<string, string>): void {
   for (const [name, lua] of scripts) redis.defineCommand(scriptMethod(name), { lua });
 }

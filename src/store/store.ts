@@ -2,7 +2,7 @@
 // KEYS, time from Redis. Methods take plain values and return plain values;
 // the connection layer never sees Redis. Reads that need no atomicity use
 // plain commands.
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { ID_WIDTH, Keys } from './keys.js';
 import { defineScripts, loadScripts, scriptMethod } from './scripts.js';
 
@@ -36,7 +36,7 @@ function str(v: unknown): string {
 export class Store {
   private readonly scripts: Map<string, ScriptFn> = new Map();
 
-  constructor(readonly redis: Redis, readonly keys: Keys) {
+  constructor(readonly redis: Redis | Cluster, readonly keys: Keys) {
     const sources = loadScripts();
     defineScripts(redis, sources);
     const r = redis as unknown as Record<string, ScriptFn>;
