@@ -85,3 +85,28 @@ export class Wire {
 
   close(): void { this.socket.destroy(); }
 }
+
+/** The `key: value` lines of a `cmd()` result for stats / stats-job / stats-tube. */
+export function yamlMap(reply: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of reply.split('\n').slice(2)) {
+    const m = /^([a-z-]+): (.*)$/.exec(l);
+    if (m) out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
+/** Connections a test opened, closed together in afterEach. */
+export class WirePool {
+  private readonly wires: Wire[] = [];
+
+  async dial(port: number): Promise<Wire> {
+    const w = await Wire.connect(port);
+    this.wires.push(w);
+    return w;
+  }
+
+  closeAll(): void {
+    for (const w of this.wires.splice(0)) w.close();
+  }
+}

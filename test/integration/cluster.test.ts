@@ -4,30 +4,26 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
-import { Wire } from '../helpers/wire.js';
+import { WirePool } from '../helpers/wire.js';
 
 let cluster: TestCluster;
 const sidecars: TestSidecar[] = [];
-const wires: Wire[] = [];
+const pool = new WirePool();
 
 beforeAll(async () => { cluster = await startCluster(3); }, 60_000);
 afterAll(async () => {
-  for (const w of wires) w.close();
+  pool.closeAll();
   for (const s of sidecars) await s.stop();
   await cluster?.stop();
 });
 
-async function dial(s: TestSidecar): Promise<Wire> {
-  const w = await Wire.connect(s.port);
-  wires.push(w);
-  return w;
-}
+const dial = (s: TestSidecar) => pool.dial(s.port);
 
 /** Prefixes whose hash tag `{prefix:0}` lives on each of the cluster's nodes. */
 async function prefixPerNode(): Promise<string[]> {
   const admin = new Redis(cluster.ports[0]!, '127.0.0.1');
   try {
-    const slots = (await admin.cluster('SLOTS')) as Array<[number, number, [string, number]]>;
+    const slots = (await admin.cluster('SLOTS')) as unknown as Array<[number, number, [string, number]]>;
     const byNode = new Map<number, string>();
     while (byNode.size < cluster.ports.length) {
       const prefix = uniquePrefix();

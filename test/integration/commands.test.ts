@@ -2,32 +2,19 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
-import { Wire } from '../helpers/wire.js';
+import { WirePool, yamlMap } from '../helpers/wire.js';
 
 let redis: TestRedis;
 let sidecar: TestSidecar;
-const wires: Wire[] = [];
+const pool = new WirePool();
+const dial = () => pool.dial(sidecar.port);
 
-async function dial(): Promise<Wire> {
-  const w = await Wire.connect(sidecar.port);
-  wires.push(w);
-  return w;
-}
-
-function yaml(reply: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const l of reply.split('\n').slice(2)) {
-    const m = /^([a-z-]+): (.*)$/.exec(l);
-    if (m) out[m[1]!] = m[2]!;
-  }
-  return out;
-}
 
 beforeAll(async () => { redis = await startRedis(); });
 afterAll(async () => { await redis.stop(); });
 beforeEach(async () => { sidecar = await startRedstalk({ redisUrl: redis.url }); });
 afterEach(async () => {
-  for (const w of wires.splice(0)) w.close();
+  pool.closeAll();
   await sidecar.stop();
 });
 
@@ -77,7 +64,7 @@ describe('put', () => {
   it('raises ttr 0 to 1', async () => {
     const a = await dial();
     await a.cmd('put 0 0 0 1\r\nx');
-    expect(yaml(await a.cmd('stats-job 1')).ttr).toBe('1');
+    expect(yamlMap(await a.cmd('stats-job 1')).ttr).toBe('1');
   });
 
   it('answers DRAINING in drain mode, after reading the body', async () => {
@@ -86,7 +73,7 @@ describe('put', () => {
     a.send('put 0 0 1 1\r\nx\r\nput 0 0 1 1\r\ny\r\n');
     expect(await a.line()).toBe('DRAINING');
     expect(await a.line()).toBe('DRAINING');
-    expect(yaml(await a.cmd('stats')).draining).toBe('true');
+    expect(yamlMap(await a.cmd('stats')).draining).toBe('true');
   });
 
   it('accepts command words in any case', async () => {
@@ -171,7 +158,7 @@ describe('reserve', () => {
     await new Promise((r) => setTimeout(r, 50));
     b.send('reserve\r\n');
     expect(await a.silent(100)).toBe(true);
-    expect(yaml(await p.cmd('stats'))['current-waiting']).toBe('2');
+    expect(yamlMap(await p.cmd('stats'))['current-waiting']).toBe('2');
     await p.cmd('put 0 0 60 1\r\n1');
     expect((await a.reply()).line).toBe('RESERVED 1 1');
     await p.cmd('put 0 0 60 1\r\n2');
@@ -211,10 +198,10 @@ describe('reserve', () => {
     await a.cmd('reserve');
     const b = await dial();
     expect(await b.cmd('reserve-with-timeout 3', 5000)).toBe('RESERVED 1 1\nx');
-    const s = yaml(await b.cmd('stats-job 1'));
+    const s = yamlMap(await b.cmd('stats-job 1'));
     expect(s.timeouts).toBe('1');
     expect(s.reserves).toBe('2');
-    expect(yaml(await b.cmd('stats'))['job-timeouts']).toBe('1');
+    expect(yamlMap(await b.cmd('stats'))['job-timeouts']).toBe('1');
     expect(await a.cmd('delete 1')).toBe('NOT_FOUND');
   });
 
@@ -228,7 +215,7 @@ describe('reserve', () => {
     await b.waitClosed();
     const c = await dial();
     expect(await c.cmd('reserve-with-timeout 2')).toBe('RESERVED 1 1\nx');
-    expect(yaml(await c.cmd('stats-job 1')).timeouts).toBe('0');
+    expect(yamlMap(await c.cmd('stats-job 1')).timeouts).toBe('0');
   });
 
   it('answers TIMED_OUT when the client half-closes during a blocked reserve', async () => {
@@ -279,7 +266,7 @@ describe('delayed jobs', () => {
   it('become ready after their delay and wake waiters', async () => {
     const [a, b] = [await dial(), await dial()];
     await a.cmd('put 0 1 60 1\r\nx');
-    expect(yaml(await a.cmd('stats-job 1')).state).toBe('delayed');
+    expect(yamlMap(await a.cmd('stats-job 1')).state).toBe('delayed');
     expect(await a.cmd('peek-delayed')).toBe('FOUND 1 1\nx');
     const t0 = Date.now();
     expect(await b.cmd('reserve', 3000)).toBe('RESERVED 1 1\nx');
@@ -291,7 +278,7 @@ describe('delayed jobs', () => {
     await a.cmd('put 0 0 60 1\r\nx');
     await a.cmd('reserve');
     expect(await a.cmd('release 1 7 100')).toBe('RELEASED');
-    const s = yaml(await a.cmd('stats-job 1'));
+    const s = yamlMap(await a.cmd('stats-job 1'));
     expect([s.state, s.pri, s.delay, s.releases]).toEqual(['delayed', '7', '100', '1']);
     expect(Number(s['time-left'])).toBeGreaterThan(97);
   });
@@ -328,7 +315,7 @@ describe('bury and kick', () => {
     expect(await a.cmd('peek-buried')).toBe('FOUND 3 1\nx');
     expect(await a.cmd('kick 10')).toBe('KICKED 1');
     expect(await a.cmd('kick 10')).toBe('KICKED 1');
-    expect(yaml(await a.cmd('stats-job 4')).kicks).toBe('1');
+    expect(yamlMap(await a.cmd('stats-job 4')).kicks).toBe('1');
     expect(await a.cmd('kick 10')).toBe('KICKED 0');
     expect(await a.cmd('kick -1 junk')).toBe('KICKED 0');
     expect(await a.cmd('kick x')).toBe('BAD_FORMAT');
@@ -367,9 +354,9 @@ describe('tubes', () => {
     const a = await dial();
     await a.cmd('use gone');
     await a.cmd('put 0 0 60 1\r\nx');
-    expect(yaml(await a.cmd('stats-tube gone'))['total-jobs']).toBe('1');
+    expect(yamlMap(await a.cmd('stats-tube gone'))['total-jobs']).toBe('1');
     await a.cmd('use default');
-    expect(yaml(await a.cmd('stats-tube gone'))['current-jobs-ready']).toBe('1');
+    expect(yamlMap(await a.cmd('stats-tube gone'))['current-jobs-ready']).toBe('1');
     expect(await a.cmd('delete 1')).toBe('DELETED');
     expect(await a.cmd('stats-tube gone')).toBe('NOT_FOUND');
     expect(await a.cmd('list-tubes')).toBe('OK 14\n---\n- default\n');
@@ -399,7 +386,7 @@ describe('stats', () => {
     await a.cmd('put 2000 0 60 1\r\nx');
     await a.cmd('put 1 100 60 1\r\nx');
     await b.cmd('reserve');
-    const s = yaml(await a.cmd('stats-tube s'));
+    const s = yamlMap(await a.cmd('stats-tube s'));
     expect(s).toMatchObject({
       name: '"s"', 'current-jobs-urgent': '0', 'current-jobs-ready': '1', 'current-jobs-reserved': '1',
       'current-jobs-delayed': '1', 'current-jobs-buried': '0', 'total-jobs': '3', 'current-using': '1',
@@ -408,7 +395,7 @@ describe('stats', () => {
     expect(Object.keys(s)).toEqual(['name', 'current-jobs-urgent', 'current-jobs-ready', 'current-jobs-reserved', 'current-jobs-delayed',
       'current-jobs-buried', 'total-jobs', 'current-using', 'current-watching', 'current-waiting', 'cmd-delete', 'cmd-pause-tube', 'pause', 'pause-time-left']);
     await a.cmd('pause-tube s 60');
-    const p = yaml(await a.cmd('stats-tube s'));
+    const p = yamlMap(await a.cmd('stats-tube s'));
     expect(p.pause).toBe('60');
     expect(Number(p['pause-time-left'])).toBeGreaterThanOrEqual(58);
   });
@@ -417,7 +404,7 @@ describe('stats', () => {
     const a = await dial();
     await a.cmd('put 0 0 60 1\r\nx');
     await a.cmd('reserve');
-    const s = yaml(await a.cmd('stats'));
+    const s = yamlMap(await a.cmd('stats'));
     expect(Object.keys(s)).toHaveLength(51);
     expect(s).toMatchObject({ 'current-jobs-reserved': '1', 'cmd-put': '1', 'cmd-reserve': '1', 'total-jobs': '1',
       'current-connections': '1', 'current-producers': '1', 'current-workers': '1', 'max-job-size': '65535', version: '"1.13"' });

@@ -5,23 +5,18 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
-import { Wire } from '../helpers/wire.js';
+import { WirePool } from '../helpers/wire.js';
 
 let redis: TestRedis;
 let sidecar: TestSidecar;
-const wires: Wire[] = [];
-
-async function dial(): Promise<Wire> {
-  const w = await Wire.connect(sidecar.port);
-  wires.push(w);
-  return w;
-}
+const pool = new WirePool();
+const dial = () => pool.dial(sidecar.port);
 
 beforeAll(async () => { redis = await startRedis(); });
 afterAll(async () => { await redis.stop(); });
 beforeEach(async () => { sidecar = await startRedstalk({ redisUrl: redis.url }); });
 afterEach(async () => {
-  for (const w of wires.splice(0)) w.close();
+  pool.closeAll();
   await sidecar.stop();
 });
 

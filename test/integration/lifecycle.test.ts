@@ -7,27 +7,17 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRedis } from '../helpers/redis.js';
 import { ROOT, spawnRedstalk, startRedstalk, type SpawnedSidecar } from '../helpers/redstalk.js';
-import { Wire } from '../helpers/wire.js';
+import { Wire, WirePool, yamlMap } from '../helpers/wire.js';
 
 const cleanup: Array<() => Promise<unknown> | void> = [];
 afterEach(async () => {
+  pool.closeAll();
   for (const f of cleanup.splice(0).reverse()) await f();
 });
 
-function yaml(reply: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const l of reply.split('\n').slice(2)) {
-    const m = /^([a-z-]+): (.*)$/.exec(l);
-    if (m) out[m[1]!] = m[2]!;
-  }
-  return out;
-}
 
-async function dial(port: number): Promise<Wire> {
-  const w = await Wire.connect(port);
-  cleanup.push(() => w.close());
-  return w;
-}
+const pool = new WirePool();
+const dial = (port: number) => pool.dial(port);
 
 function tempDir(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'redstalk-cli-'));
@@ -69,7 +59,7 @@ describe('CLI', () => {
     const a = await dial(s.port);
     expect(await a.cmd('put 0 0 1 6\r\n123456')).toBe('JOB_TOO_BIG');
     expect(await a.cmd('put 0 0 1 5\r\n12345')).toBe('INSERTED 1');
-    expect(yaml(await a.cmd('stats'))['max-job-size']).toBe('5');
+    expect(yamlMap(await a.cmd('stats'))['max-job-size']).toBe('5');
   });
 });
 
@@ -94,12 +84,12 @@ describe('embedded Redis and restarts', () => {
     s = await spawnRedstalk(['--data-dir', dir, '--log-level', 'warn']);
     cleanup.push(() => s.stop());
     a = await dial(s.port);
-    const state = async (id: number) => yaml(await a.cmd(`stats-job ${id}`)).state;
+    const state = async (id: number) => yamlMap(await a.cmd(`stats-job ${id}`)).state;
     expect([await state(1), await state(2), await state(3), await state(4)]).toEqual(['ready', 'delayed', 'buried', 'ready']);
-    expect(yaml(await a.cmd('stats-job 3')).pri).toBe('9');
+    expect(yamlMap(await a.cmd('stats-job 3')).pri).toBe('9');
     expect(await a.cmd('peek 2')).toBe('FOUND 2 7\ndelayed');
     expect(await a.cmd('put 0 0 60 1\r\nn')).toBe('INSERTED 5');
-    expect(yaml(await a.cmd('stats-tube keep'))['total-jobs']).toBe('4');
+    expect(yamlMap(await a.cmd('stats-tube keep'))['total-jobs']).toBe('4');
   }, 30_000);
 
   it('SIGUSR1 turns on drain mode', async () => {
@@ -108,7 +98,7 @@ describe('embedded Redis and restarts', () => {
     s.child.kill('SIGUSR1');
     await new Promise((r) => setTimeout(r, 200));
     expect(await a.cmd('put 0 0 1 1\r\nx')).toBe('DRAINING');
-    expect(yaml(await a.cmd('stats')).draining).toBe('true');
+    expect(yamlMap(await a.cmd('stats')).draining).toBe('true');
   });
 });
 

@@ -2,11 +2,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { spawnRedstalk, startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
-import { Wire } from '../helpers/wire.js';
+import { WirePool, yamlMap } from '../helpers/wire.js';
 
 let redis: TestRedis;
 const sidecars: TestSidecar[] = [];
-const wires: Wire[] = [];
+const pool = new WirePool();
 
 async function pair(): Promise<[TestSidecar, TestSidecar]> {
   const prefix = uniquePrefix();
@@ -16,25 +16,13 @@ async function pair(): Promise<[TestSidecar, TestSidecar]> {
   return [a, b];
 }
 
-async function dial(s: { port: number }): Promise<Wire> {
-  const w = await Wire.connect(s.port);
-  wires.push(w);
-  return w;
-}
+const dial = (s: { port: number }) => pool.dial(s.port);
 
-function yaml(reply: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const l of reply.split('\n').slice(2)) {
-    const m = /^([a-z-]+): (.*)$/.exec(l);
-    if (m) out[m[1]!] = m[2]!;
-  }
-  return out;
-}
 
 beforeAll(async () => { redis = await startRedis(); });
 afterAll(async () => { await redis.stop(); });
 afterEach(async () => {
-  for (const w of wires.splice(0)) w.close();
+  pool.closeAll();
   for (const s of sidecars.splice(0)) await s.stop();
 });
 
@@ -102,7 +90,7 @@ describe('two sidecars on one Redis', () => {
     await a.cmd('put 0 0 60 1\r\nx');
     b.send('reserve-with-timeout 10\r\n');
     await new Promise((r) => setTimeout(r, 200)); // counter snapshots are coalesced over 20 ms
-    const [sa, sb] = [yaml(await a.cmd('stats')), yaml(await (await dial(B)).cmd('stats'))];
+    const [sa, sb] = [yamlMap(await a.cmd('stats')), yamlMap(await (await dial(B)).cmd('stats'))];
     for (const k of ['current-jobs-ready', 'current-tubes', 'total-jobs', 'cmd-put', 'cmd-use', 'cmd-watch',
       'cmd-reserve-with-timeout', 'current-waiting', 'current-producers', 'current-workers']) {
       expect([k, sa[k]]).toEqual([k, sb[k]]);
@@ -113,9 +101,9 @@ describe('two sidecars on one Redis', () => {
     const listA = (await a.cmd('list-tubes')).split('\n').slice(2).sort();
     const listB = (await (await dial(B)).cmd('list-tubes')).split('\n').slice(2).sort();
     expect(listA).toEqual(listB);
-    const ta = yaml(await a.cmd('stats-tube right'));
+    const ta = yamlMap(await a.cmd('stats-tube right'));
     expect([ta['current-watching'], ta['current-waiting']]).toEqual(['1', '1']);
-    expect(yaml(await (await dial(B)).cmd('stats-tube left'))['current-using']).toBe('1');
+    expect(yamlMap(await (await dial(B)).cmd('stats-tube left'))['current-using']).toBe('1');
   });
 
   it('a job reserved through a sidecar that is killed is handed out again after its TTR', async () => {
@@ -133,7 +121,7 @@ describe('two sidecars on one Redis', () => {
     const waited = Date.now() - t0;
     expect(waited).toBeGreaterThan(1000);
     expect(waited).toBeLessThan(3500);
-    expect(yaml(await b.cmd('stats-job 1')).timeouts).toBe('1');
+    expect(yamlMap(await b.cmd('stats-job 1')).timeouts).toBe('1');
   });
 
   it('a dead sidecar stops counting after its heartbeat expires, and its tubes go', async () => {
@@ -150,6 +138,6 @@ describe('two sidecars on one Redis', () => {
     // killed sidecar beats every 1 s with a 5 s lease; B reaps every 5 beats of 200 ms
     await new Promise((r) => setTimeout(r, 6500));
     expect(await b.cmd('list-tubes')).not.toContain('- ghost');
-    expect(yaml(await b.cmd('stats'))['current-connections']).toBe('1');
+    expect(yamlMap(await b.cmd('stats'))['current-connections']).toBe('1');
   }, 15_000);
 });
