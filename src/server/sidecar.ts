@@ -257,8 +257,9 @@ export class Sidecar {
     this.promoting = true;
     let next = MAX_PROMOTE_SLEEP_MS;
     try {
-      const due = await this.store.promoteDue(PROMOTE_CHUNK);
-      if (due >= 0) next = Math.min(due, MAX_PROMOTE_SLEEP_MS);
+      const { moved, nextDueMs } = await this.store.promoteDue(PROMOTE_CHUNK);
+      // Due now but nothing moved: our estimate of Redis' clock was off; retry soon, not in a tight loop.
+      if (nextDueMs >= 0) next = Math.min(nextDueMs === 0 && moved === 0 ? 10 : nextDueMs, MAX_PROMOTE_SLEEP_MS);
     } catch (err) {
       this.log.warn({ err }, 'promotion failed');
     }

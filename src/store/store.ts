@@ -211,26 +211,26 @@ export class Store {
     return res.map(([, v]) => (v ?? {}) as Record<string, string>);
   }
 
+  /** Redis' clock minus ours (ms), learned from each housekeeping tick. */
+  private clockOffset = 0;
+
   /**
    * Housekeeping tick: finds which tubes have due delayed jobs or expired
-   * reservations, then moves them in one script call. Returns ms until the
-   * next due time (-1: nothing scheduled).
+   * reservations (reading only entries due by now on Redis' clock, as last
+   * estimated), then moves them in one script call, which decides on Redis'
+   * own clock. Returns {moved, ms until the next due time or -1}.
    */
-  async promoteDue(limit: number): Promise<number> {
+  async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {
+    const dueBy = Date.now() + this.clockOffset + 50;
     const [[, time], [, delayed], [, reserved]] = (await this.redis.multi()
       .time()
-      .zrange(this.keys.globals[2]!, 0, limit - 1, 'WITHSCORES')
-      .zrange(this.keys.globals[3]!, 0, limit - 1, 'WITHSCORES')
+      .zrangebyscore(this.keys.globals[2]!, '-inf', dueBy, 'LIMIT', 0, limit)
+      .zrangebyscore(this.keys.globals[3]!, '-inf', dueBy, 'LIMIT', 0, limit)
       .exec()) as [[null, [string, string]], [null, string[]], [null, string[]]];
-    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
-    const tubes = new Set<string>();
-    for (const list of [delayed, reserved]) {
-      for (let i = 0; i < list.length; i += 2) {
-        if (Number(list[i + 1]) <= now) tubes.add(list[i]!.slice(ID_WIDTH));
-      }
-    }
-    const names = [...tubes];
-    const [, nextDue] = (await this.run('promote', names, [this.keys.events, limit, ...names])) as [number, number];
-    return nextDue;
+    this.clockOffset = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000) - Date.now();
+    const names = [...new Set([...delayed, ...reserved].map((member) => member.slice(ID_WIDTH)))];
+    const [moved, nextDueMs] = (await this.run('promote', names, [this.keys.events, limit, ...names])) as [number, number];
+    return { moved, nextDueMs };
   }
+
 }
