@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// redstalk [serve] — beanstalkd's flags (-l -p -z -V) plus Redis options.
+// redstalk [serve] — beanstalkd's own flags (-b -f -F -l -p -u -z -s -v -V) plus Redis options.
+import { execFileSync } from 'node:child_process';
 import { Command, InvalidArgumentError } from 'commander';
 import { pino } from 'pino';
 import { checkConfig, ConfigError, type Config } from './config.js';
@@ -7,25 +8,52 @@ import { createServer, DEFAULTS, type RedstalkServer } from './index.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from './cli/embedded-redis.js';
 import pkg from '../package.json' with { type: 'json' };
 
+const LEVELS: Config['logLevel'][] = ['info', 'debug', 'trace'];
+
 function integer(value: string): number {
   if (!/^\d+$/.test(value)) throw new InvalidArgumentError('not a whole number');
   return Number(value);
 }
 
-async function serve(flags: Record<string, unknown>): Promise<void> {
+interface Flags {
+  listen?: string; port?: number; maxJobSize?: number; redis?: string; prefix?: string;
+  dataDir?: string; binlogDir?: string; fsyncMs?: number; neverFsync?: boolean; logSize?: number;
+  user?: string; verbose: number; logLevel?: string;
+}
+
+/** uid and gid of a user, as beanstalkd -u USER ("become user and group"). */
+function lookupUser(user: string): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+function loadConfig(flags: Flags): { config: Config; warnings: string[] } {
   const env = process.env;
+  const fsync: Config['fsync'] = flags.neverFsync ? 'no' : flags.fsyncMs === 0 ? 'always' : 'everysec';
+  const level = flags.logLevel ?? env.REDSTALK_LOG_LEVEL ?? LEVELS[Math.min(flags.verbose, LEVELS.length - 1)]!;
+  const result = checkConfig({
+    listen: flags.listen ?? DEFAULTS.host,
+    port: flags.port ?? DEFAULTS.port,
+    maxJobSize: flags.maxJobSize ?? DEFAULTS.maxJobSize,
+    redisUrl: flags.redis ?? env.REDSTALK_REDIS_URL ?? '',
+    prefix: flags.prefix ?? env.REDSTALK_PREFIX ?? DEFAULTS.prefix,
+    dataDir: flags.dataDir ?? flags.binlogDir ?? env.REDSTALK_DATA_DIR ?? './redstalk-data',
+    fsync,
+    user: flags.user ?? '',
+    logLevel: level as Config['logLevel'],
+  });
+  if (flags.logSize !== undefined) result.warnings.push('-s has no effect: Redis persistence replaces the binlog');
+  if (flags.fsyncMs !== undefined && flags.fsyncMs > 0) {
+    result.warnings.push(`-f ${flags.fsyncMs}: the embedded redis-server fsyncs its append-only file every second`);
+  }
+  return result;
+}
+
+async function serve(flags: Flags): Promise<void> {
   let config: Config;
   let warnings: string[];
   try {
-    ({ config, warnings } = checkConfig({
-      listen: (flags.listen as string | undefined) ?? DEFAULTS.host,
-      port: (flags.port as number | undefined) ?? DEFAULTS.port,
-      maxJobSize: (flags.maxJobSize as number | undefined) ?? DEFAULTS.maxJobSize,
-      redisUrl: (flags.redis as string | undefined) ?? env.REDSTALK_REDIS_URL ?? '',
-      prefix: (flags.prefix as string | undefined) ?? env.REDSTALK_PREFIX ?? DEFAULTS.prefix,
-      dataDir: (flags.dataDir as string | undefined) ?? env.REDSTALK_DATA_DIR ?? './redstalk-data',
-      logLevel: ((flags.logLevel as string | undefined) ?? env.REDSTALK_LOG_LEVEL ?? DEFAULTS.logLevel) as Config['logLevel'],
-    }));
+    ({ config, warnings } = loadConfig(flags));
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`redstalk: ${err.message}\n`);
@@ -35,35 +63,37 @@ async function serve(flags: Record<string, unknown>): Promise<void> {
   }
   const log = pino({ level: config.logLevel });
   for (const w of warnings) log.warn(w);
-  if (config.listen.startsWith('unix:')) {
-    process.stderr.write('redstalk: unix sockets (-l unix:PATH) are not supported yet\n');
-    process.exit(2);
-  }
+  log.debug({ config: { ...config, redisUrl: config.redisUrl.replace(/\/\/[^@/]*@/, '//***@') } }, 'configuration');
 
   let embedded: EmbeddedRedis | null = null;
   let server: RedstalkServer | null = null;
-  const stop = async (code: number) => {
-    try {
-      await server?.close();
-    } finally {
-      await embedded?.stop();
-      process.exit(code);
-    }
-  };
   try {
+    const as = config.user ? lookupUser(config.user) : undefined;
     let redisUrl = config.redisUrl;
     if (!redisUrl) {
-      embedded = await startEmbeddedRedis(config.dataDir, (line) => log.info({ redis: line }, 'embedded redis'));
+      embedded = await startEmbeddedRedis({
+        dataDir: config.dataDir, fsync: config.fsync, ...as,
+        onLog: (line) => log.info({ redis: line }, 'embedded redis'),
+      });
       redisUrl = embedded.url;
-      log.info({ dataDir: config.dataDir, port: embedded.port }, 'started embedded redis-server');
+      log.info({ dataDir: config.dataDir, port: embedded.port, fsync: config.fsync }, 'started embedded redis-server');
+    } else if (flags.binlogDir || flags.fsyncMs !== undefined || flags.neverFsync) {
+      log.warn('-b, -f and -F apply to the embedded redis-server only; the Redis at --redis keeps its own persistence settings');
     }
     server = await createServer({
       host: config.listen, port: config.port, redisUrl, prefix: config.prefix,
       maxJobSize: config.maxJobSize, logLevel: config.logLevel,
     });
+    if (as) {
+      // Like beanstalkd: bind first (maybe a privileged port), then drop privileges.
+      if (!process.setgid || !process.setuid) throw new Error('-u is not supported on this platform');
+      process.setgid(as.gid);
+      process.setuid(as.uid);
+    }
   } catch (err) {
     log.fatal({ err }, 'redstalk could not start');
     process.stderr.write(`redstalk: ${err instanceof Error ? err.message : String(err)}\n`);
+    await server?.close();
     await embedded?.stop();
     process.exit(1);
   }
@@ -73,30 +103,43 @@ async function serve(flags: Record<string, unknown>): Promise<void> {
       if (stopping) return;
       stopping = true;
       log.info({ signal }, 'shutting down');
-      void stop(0);
+      void (async () => {
+        try {
+          await server?.close();
+        } finally {
+          await embedded?.stop();
+          process.exit(0);
+        }
+      })();
     });
   }
   process.on('SIGUSR1', () => server?.drain());
 }
 
-const program = new Command('redstalk')
-  .description('beanstalkd-compatible work queue that keeps every job in Redis')
-  .version(pkg.version, '-V, --version', 'print the version and exit')
-  .helpOption('-h, --help', 'show this help');
-
 function addServeOptions(cmd: Command): Command {
   return cmd
-    .option('-l, --listen <addr>', `listen on address (default ${DEFAULTS.host})`)
+    .option('-b, --binlog-dir <dir>', 'beanstalkd\'s binlog directory: here, the data folder of the embedded redis-server')
+    .option('-f, --fsync-ms <ms>', 'embedded redis-server: 0 fsyncs every write (appendfsync always), otherwise every second', integer)
+    .option('-F, --never-fsync', 'embedded redis-server: never fsync (appendfsync no)')
+    .option('-l, --listen <addr>', `listen on address, or unix:PATH (default ${DEFAULTS.host})`)
     .option('-p, --port <port>', `listen on port (default ${DEFAULTS.port})`, integer)
-    .option('-z, --max-job-size <bytes>', `maximum job size in bytes (default ${DEFAULTS.maxJobSize})`, integer)
-    .option('--redis <url>', 'Redis URL (env REDSTALK_REDIS_URL); none: run an embedded redis-server')
+    .option('-u, --user <user>', 'become user and group once listening')
+    .option('-z, --max-job-size <bytes>', `maximum job size in bytes (default ${DEFAULTS.maxJobSize}, at most 1073741824)`, integer)
+    .option('-s, --log-size <bytes>', 'accepted for beanstalkd compatibility; no effect', integer)
+    .option('-V, --verbose', 'increase verbosity (debug, then trace)', (_v: string, n: number) => n + 1, 0)
+    .option('--redis <url>', 'redis://host:port or redis-cluster://host:port,... (env REDSTALK_REDIS_URL); none: run an embedded redis-server')
     .option('--prefix <prefix>', `key prefix in Redis (env REDSTALK_PREFIX, default ${DEFAULTS.prefix})`)
     .option('--data-dir <dir>', 'data folder of the embedded redis-server (env REDSTALK_DATA_DIR, default ./redstalk-data)')
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env REDSTALK_LOG_LEVEL, default info)');
 }
 
-addServeOptions(program).action((flags: Record<string, unknown>) => serve(flags));
+const program = new Command('redstalk')
+  .description('beanstalkd-compatible work queue that keeps every job in Redis')
+  .version(`redstalk ${pkg.version}`, '-v, --version', 'show version information')
+  .helpOption('-h, --help', 'show this help');
+
+addServeOptions(program).action((flags: Flags) => serve(flags));
 addServeOptions(program.command('serve').description('run the sidecar (the default command)'))
-  .action((flags: Record<string, unknown>) => serve(flags));
+  .action((flags: Flags) => serve(flags));
 
 await program.parseAsync(process.argv);

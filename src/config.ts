@@ -10,13 +10,17 @@ export interface Config {
   redisUrl: string;
   prefix: string;
   dataDir: string;
+  /** Embedded Redis' appendfsync: beanstalkd's -f0 = always, -f MS = everysec, -F = no. */
+  fsync: 'always' | 'everysec' | 'no';
+  /** -u: become this user (and its group) once listening; empty: stay. */
+  user: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
 export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['listen', 'port', 'maxJobSize', 'redisUrl', 'prefix', 'dataDir', 'logLevel'],
+  required: ['listen', 'port', 'maxJobSize', 'redisUrl', 'prefix', 'dataDir', 'fsync', 'user', 'logLevel'],
   properties: {
     listen: { type: 'string', minLength: 1 },
     port: { type: 'integer', minimum: 0, maximum: 65535 },
@@ -24,6 +28,8 @@ export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
     redisUrl: { type: 'string', pattern: '^((rediss?|redis-cluster)://.+)?$' },
     prefix: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$' },
     dataDir: { type: 'string', minLength: 1 },
+    fsync: { type: 'string', enum: ['always', 'everysec', 'no'] },
+    user: { type: 'string' },
     logLevel: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
   },
 };

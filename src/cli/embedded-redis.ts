@@ -6,7 +6,7 @@
 // killed, the next start finds the orphan through the pid file and reuses it
 // rather than starting a second server on the same files.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { accessSync, chownSync, constants, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -64,13 +64,23 @@ async function waitUntilAccepting(port: number, child: ChildProcess, timeoutMs: 
   }
 }
 
-export async function startEmbeddedRedis(dataDir: string, onLog: (line: string) => void): Promise<EmbeddedRedis> {
+export interface EmbeddedRedisOptions {
+  dataDir: string;
+  fsync: 'always' | 'everysec' | 'no';
+  /** Run redis-server as this uid/gid (redstalk -u). */
+  uid?: number;
+  gid?: number;
+  onLog: (line: string) => void;
+}
+
+export async function startEmbeddedRedis({ dataDir, fsync, uid, gid, onLog }: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
   const binary = findOnPath('redis-server');
   if (!binary) {
     throw new Error('redis-server was not found on PATH. Install Redis >= 7 (Debian: apt-get install redis-server) or pass --redis redis://host:port');
   }
   const dir = path.resolve(dataDir);
   mkdirSync(dir, { recursive: true });
+  if (uid !== undefined && gid !== undefined) chownSync(dir, uid, gid);
   const pidFile = path.join(dir, PID_FILE);
   const orphan = readOrphan(pidFile);
   if (orphan && isAlive(orphan.pid) && (await accepts(orphan.port))) {
@@ -80,9 +90,9 @@ export async function startEmbeddedRedis(dataDir: string, onLog: (line: string) 
   const port = await freePort();
   const child = spawn(binary, [
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
-    '--appendonly', 'yes', '--appendfsync', 'everysec', '--save', '',
+    '--appendonly', 'yes', '--appendfsync', fsync, '--save', '',
     '--maxmemory-policy', 'noeviction', '--daemonize', 'no', '--loglevel', 'warning',
-  ], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  ], { stdio: ['ignore', 'pipe', 'pipe'], detached: true, uid, gid });
   for (const stream of [child.stdout!, child.stderr!]) {
     stream.setEncoding('utf8');
     stream.on('data', (d: string) => { for (const l of d.split('\n')) if (l.trim()) onLog(l); });

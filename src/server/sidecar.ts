@@ -2,6 +2,7 @@
 // clients, and the background work (promotion timer, heartbeat, reaping of
 // dead sidecars). Several sidecars on one Redis behave as one server.
 import { randomBytes } from 'node:crypto';
+import { lstatSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
@@ -44,6 +45,18 @@ export function connectRedis(url: string, options: RedisOptions): Redis | Cluste
   });
   const { lazyConnect, enableOfflineQueue, ...redisOptions } = options;
   return new Cluster(seeds, { lazyConnect, enableOfflineQueue, redisOptions, clusterRetryStrategy: options.retryStrategy as (n: number) => number });
+}
+
+/** `-l unix:PATH` (beanstalkd >= 1.12) listens on a UNIX socket; -p is then ignored. */
+export function unixSocketPath(listen: string): string | null {
+  return listen.startsWith('unix:') ? listen.slice(5) : null;
+}
+
+/** A socket file left by a process that died; anything else at the path is an error. */
+function removeStaleSocket(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch { /* nothing there */ }
 }
 
 export class Sidecar {
@@ -109,15 +122,20 @@ export class Sidecar {
     await this.beat();
     await this.store.refTube('default', this.nodeId, 1);
     this.armPromote(0);
+    const socketPath = unixSocketPath(this.options.host);
+    if (socketPath) removeStaleSocket(socketPath);
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.options.port, this.options.host, () => {
+      const listening = () => {
         this.server.off('error', reject);
         resolve();
-      });
+      };
+      if (socketPath) this.server.listen(socketPath, listening);
+      else this.server.listen(this.options.port, this.options.host, listening);
     });
-    this.port = (this.server.address() as net.AddressInfo).port;
-    this.log.info({ host: this.options.host, port: this.port, node: this.nodeId }, 'redstalk listening');
+    const address = this.server.address();
+    this.port = typeof address === 'object' && address ? address.port : 0;
+    this.log.info({ listen: socketPath ?? `${this.options.host}:${this.port}`, node: this.nodeId }, 'redstalk listening');
   }
 
   private accept(socket: net.Socket): void {

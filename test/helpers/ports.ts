@@ -14,16 +14,25 @@ export function freePort(): Promise<number> {
 }
 
 /** Resolves once something accepts TCP connections on 127.0.0.1:port. */
-export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+export function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  return waitUntilAccepting(() => net.connect(port, '127.0.0.1'), `127.0.0.1:${port}`, timeoutMs);
+}
+
+/** Resolves once something accepts connections on a UNIX socket. */
+export function waitForSocket(path: string, timeoutMs = 10_000): Promise<void> {
+  return waitUntilAccepting(() => net.connect(path), path, timeoutMs);
+}
+
+async function waitUntilAccepting(connect: () => net.Socket, what: string, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
-      const s = net.connect(port, '127.0.0.1');
+      const s = connect();
       s.once('connect', () => { s.destroy(); resolve(true); });
       s.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > until) throw new Error(`nothing listens on 127.0.0.1:${port}`);
+    if (Date.now() > until) throw new Error(`nothing listens on ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer, type RedstalkServer, type ServerOptions } from '../../src/index.js';
-import { freePort, waitForPort } from './ports.js';
+import { freePort, waitForPort, waitForSocket } from './ports.js';
 import { startRedis, type TestRedis } from './redis.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -41,9 +41,10 @@ export async function startStack(opts: Partial<ServerOptions> = {}): Promise<Tes
 export interface SpawnedSidecar { port: number; child: ChildProcess; output(): string; stop(signal?: NodeJS.Signals): Promise<number | null>; }
 
 /** redstalk as a separate process (for SIGKILL / signal / CLI tests). */
-export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {}): Promise<SpawnedSidecar> {
+export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {}, socketPath?: string): Promise<SpawnedSidecar> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), '-l', '127.0.0.1', '-p', String(port), ...args], {
+  const listen = socketPath ? [] : ['-l', '127.0.0.1', '-p', String(port)];
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), ...listen, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -52,7 +53,8 @@ export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {})
   child.stdout!.on('data', (d) => { out += d; });
   child.stderr!.on('data', (d) => { out += d; });
   try {
-    await waitForPort(port, 15_000);
+    if (socketPath) await waitForSocket(socketPath, 15_000);
+    else await waitForPort(port, 15_000);
   } catch (e) {
     child.kill('SIGKILL');
     throw new Error(`redstalk did not start: ${out}`);

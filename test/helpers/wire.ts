@@ -15,9 +15,10 @@ export class Wire {
     socket.on('error', () => { /* surfaced as close */ });
   }
 
-  static connect(port: number, host = '127.0.0.1'): Promise<Wire> {
+  /** A TCP port on host, or the path of a UNIX socket. */
+  static connect(port: number | string, host = '127.0.0.1'): Promise<Wire> {
     return new Promise((resolve, reject) => {
-      const s = net.connect(port, host);
+      const s = typeof port === 'string' ? net.connect(port) : net.connect(port, host);
       s.setNoDelay(true);
       s.once('connect', () => resolve(new Wire(s)));
       s.once('error', reject);
@@ -100,7 +101,7 @@ export function yamlMap(reply: string): Record<string, string> {
 export class WirePool {
   private readonly wires: Wire[] = [];
 
-  async dial(port: number): Promise<Wire> {
+  async dial(port: number | string): Promise<Wire> {
     const w = await Wire.connect(port);
     this.wires.push(w);
     return w;

@@ -1,7 +1,7 @@
 // The process: CLI flags, embedded Redis, restart with state intact,
 // signals, and a Redis that goes away and comes back.
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ afterEach(async () => {
 
 
 const pool = new WirePool();
-const dial = (port: number) => pool.dial(port);
+const dial = (port: number | string) => pool.dial(port);
 
 function tempDir(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'redstalk-cli-'));
@@ -32,11 +32,11 @@ async function spawn(args: string[]): Promise<SpawnedSidecar> {
 }
 
 describe('CLI', () => {
-  it('-V prints the version; bad flags exit non-zero with a message', () => {
+  it('-v prints the version (as beanstalkd); bad flags exit non-zero with a message', () => {
     const cli = path.join(ROOT, 'src/cli.ts');
-    const v = spawnSync(process.execPath, ['--import', 'tsx', cli, '-V'], { cwd: ROOT, encoding: 'utf8' });
+    const v = spawnSync(process.execPath, ['--import', 'tsx', cli, '-v'], { cwd: ROOT, encoding: 'utf8' });
     expect(v.status).toBe(0);
-    expect(v.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(v.stdout.trim()).toMatch(/^redstalk \d+\.\d+\.\d+$/);
     const bad = spawnSync(process.execPath, ['--import', 'tsx', cli, '-p', 'x'], { cwd: ROOT, encoding: 'utf8' });
     expect(bad.status).not.toBe(0);
     expect(bad.stderr).toContain('not a whole number');
@@ -52,6 +52,33 @@ describe('CLI', () => {
     });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain('redis-server was not found on PATH');
+  });
+
+  it('takes beanstalkd\'s command line as is: -l unix:PATH, -b DIR, -f0, -V, -s', async () => {
+    const dir = tempDir();
+    const sock = path.join(dir, 'beanstalkd.sock');
+    const s = await spawnRedstalk(['-l', `unix:${sock}`, '-b', path.join(dir, 'wal'), '-f0', '-VV', '-s', '1048576'], {}, sock);
+    cleanup.push(() => s.stop());
+    const a = await dial(sock);
+    expect(await a.cmd('put 0 0 60 2\r\nhi')).toBe('INSERTED 1');
+    expect(existsSync(path.join(dir, 'wal', 'appendonlydir'))).toBe(true);
+    const out = s.output();
+    expect(out).toContain('"fsync":"always"');
+    expect(out).toContain('"level":20'); // -VV: debug or more
+    expect(out).toContain('-s has no effect');
+    expect(await s.stop('SIGTERM')).toBe(0);
+    expect(existsSync(sock)).toBe(false);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('-u drops to another user once listening', async () => {
+    const redis = await startRedis();
+    cleanup.push(() => redis.stop());
+    const s = await spawn(['-u', 'nobody', '--redis', redis.url, '--log-level', 'warn']);
+    const a = await dial(s.port);
+    expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
+    const status = readFileSync(`/proc/${s.child.pid}/status`, 'utf8');
+    const uid = /^Uid:\s+(\d+)/m.exec(status)![1];
+    expect(uid).toBe(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
   });
 
   it('-z sets the maximum job size', async () => {
