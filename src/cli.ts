@@ -114,6 +114,8 @@ async function serve(flags: Flags): Promise<void> {
     });
   }
   process.on('SIGUSR1', () => server?.drain());
+  // A bug must not take every client's connection down with it: log it loudly and keep serving.
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection (bug)'));
 }
 
 function addServeOptions(cmd: Command): Command {

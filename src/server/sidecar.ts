@@ -102,6 +102,7 @@ export class Sidecar {
     this.subscriber.on('error', (err) => this.log.warn({ err }, 'redis subscriber error'));
     this.store = new Store(this.redis, this.keys);
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
+    this.server.on('error', (err) => this.log.error({ err }, 'listener error'));
   }
 
   async start(): Promise<void> {
@@ -175,7 +176,8 @@ export class Sidecar {
   reference(tube: string, field: 'using' | 'watching', delta: 1 | -1): Promise<void> | undefined {
     const change = this.counters.reference(tube, field, delta);
     this.statsChanged();
-    if (change === 0) return undefined;
+    // The sidecar holds `default` for its whole life (see start), so only other tubes go to Redis.
+    if (change === 0 || tube === 'default') return undefined;
     const p = this.store.refTube(tube, this.nodeId, change);
     if (change === 1) {
       return p.catch((err: unknown) => {
