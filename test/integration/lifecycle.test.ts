@@ -146,6 +146,11 @@ describe('Redis outage', () => {
     expect(await a.cmd('peek 1')).toBe('INTERNAL_ERROR');
     expect(Date.now() - t0).toBeLessThan(2500);
     expect(await a.cmd('list-tube-used')).toBe('USING default');
+    // New connections are still served; a tube that cannot be created in Redis is not used.
+    const late = await dial(sidecar.port);
+    expect(await late.cmd('use elsewhere')).toBe('INTERNAL_ERROR');
+    expect(await late.cmd('list-tube-used')).toBe('USING default');
+    late.close();
 
     redis = await startRedis({ dir, appendonly: true, port });
     cleanup.push(() => redis.stop());
