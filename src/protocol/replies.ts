@@ -1,26 +1,25 @@
-// Reply words as preallocated buffers, and encoders for replies with values.
+// Reply words as preallocated buffers, taken from protocol/commands.json
+// (every reply and error word it lists), and encoders for replies with values.
+import { PROTOCOL } from './spec.js';
 
-function word(w: string): Buffer { return Buffer.from(`${w}\r\n`, 'latin1'); }
+/** Every fixed reply word the spec defines: errors, and replies without values. */
+export const SPEC_WORDS: ReadonlySet<string> = new Set([
+  ...PROTOCOL.errors,
+  ...PROTOCOL.commands.flatMap((c) => c.replies).filter((r) => !r.includes(' ')),
+]);
 
-export const REPLY = {
-  BAD_FORMAT: word('BAD_FORMAT'),
-  UNKNOWN_COMMAND: word('UNKNOWN_COMMAND'),
-  EXPECTED_CRLF: word('EXPECTED_CRLF'),
-  JOB_TOO_BIG: word('JOB_TOO_BIG'),
-  DRAINING: word('DRAINING'),
-  OUT_OF_MEMORY: word('OUT_OF_MEMORY'),
-  INTERNAL_ERROR: word('INTERNAL_ERROR'),
-  NOT_FOUND: word('NOT_FOUND'),
-  NOT_IGNORED: word('NOT_IGNORED'),
-  DEADLINE_SOON: word('DEADLINE_SOON'),
-  TIMED_OUT: word('TIMED_OUT'),
-  DELETED: word('DELETED'),
-  RELEASED: word('RELEASED'),
-  BURIED: word('BURIED'),
-  TOUCHED: word('TOUCHED'),
-  KICKED: word('KICKED'),
-  PAUSED: word('PAUSED'),
-} as const;
+const WORDS = [
+  'BAD_FORMAT', 'UNKNOWN_COMMAND', 'EXPECTED_CRLF', 'JOB_TOO_BIG', 'DRAINING', 'OUT_OF_MEMORY',
+  'INTERNAL_ERROR', 'NOT_FOUND', 'NOT_IGNORED', 'DEADLINE_SOON', 'TIMED_OUT', 'DELETED',
+  'RELEASED', 'BURIED', 'TOUCHED', 'KICKED', 'PAUSED',
+] as const;
+
+export type ReplyWord = (typeof WORDS)[number];
+
+export const REPLY = Object.fromEntries(WORDS.map((w) => {
+  if (!SPEC_WORDS.has(w)) throw new Error(`reply word ${w} is not in protocol/commands.json`);
+  return [w, Buffer.from(`${w}\r\n`, 'latin1')];
+})) as Record<ReplyWord, Buffer>;
 
 export function line(text: string): Buffer { return Buffer.from(`${text}\r\n`, 'latin1'); }
 

@@ -74,3 +74,16 @@ it('answers OUT_OF_MEMORY when Redis is full, and stores nothing', async () => {
     admin.disconnect();
   }
 });
+
+it('recovers when Redis loses its script cache (SCRIPT FLUSH, restart, failover)', async () => {
+  const admin = new Redis(redis.url);
+  try {
+    const a = await dial();
+    expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
+    await admin.script('FLUSH');
+    expect(await a.cmd('put 0 0 60 1\r\ny')).toBe('INSERTED 2');
+    expect(await a.cmd('reserve')).toBe('RESERVED 1 1\nx');
+  } finally {
+    admin.disconnect();
+  }
+});

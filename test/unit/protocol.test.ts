@@ -7,6 +7,7 @@ import { ParseError, parseCommand } from '../../src/protocol/parser.js';
 import { COMMANDS, isValidName, PROTOCOL } from '../../src/protocol/spec.js';
 import { unhandledCommands } from '../../src/server/commands.js';
 import { yamlDict, yamlList } from '../../src/protocol/yaml.js';
+import { REPLY, SPEC_WORDS } from '../../src/protocol/replies.js';
 import { ROOT } from '../helpers/redstalk.js';
 
 const BF = ParseError.BadFormat;
@@ -31,6 +32,10 @@ describe('protocol/commands.json', () => {
     const broken = structuredClone(PROTOCOL) as unknown as { commands: Array<Record<string, unknown>> };
     broken.commands[0]!.args = [{ name: 'x', type: 'float' }];
     expect(validate(broken)).toBe(false);
+  });
+
+  it('the server has a reply buffer for every fixed word of the spec, and no other', () => {
+    expect(Object.keys(REPLY).sort()).toEqual([...SPEC_WORDS].sort());
   });
 
   it('every command has a handler', () => {
