@@ -28,11 +28,11 @@ export interface Waiter {
 const SAFETY_MARGIN_MS = 1000;
 
 export class Waiters {
-  private queue: Waiter[] = [];
+  /** Waiters by watched tube; a Set iterates in insertion order, so each is first come, first served. */
+  private readonly byTube = new Map<string, Set<Waiter>>();
+  private readonly all = new Set<Waiter>();
 
   constructor(private readonly sidecar: Sidecar) {}
-
-  get size(): number { return this.queue.length; }
 
   /** reserve / reserve-with-timeout (timeout in seconds, null = forever). */
   wait(conn: Connection, timeoutSec: number | null): Promise<void> {
@@ -45,7 +45,12 @@ export class Waiters {
       if (timeoutSec === 0) w.outcome = w.outcome ?? 'timeout';
       else if (timeoutSec !== null) this.at(w, timeoutSec * 1000, 'timeout');
       conn.waiter = w;
-      this.queue.push(w);
+      this.all.add(w);
+      for (const t of w.tubes) {
+        let set = this.byTube.get(t);
+        if (!set) { set = new Set(); this.byTube.set(t, set); }
+        set.add(w);
+      }
       this.sidecar.counters.waitingDelta(w.tubes, 1);
       this.sidecar.statsChanged();
       this.attempt(w);
@@ -54,9 +59,10 @@ export class Waiters {
 
   /** Jobs became ready in a tube (from any sidecar). */
   onReady(tube: string, count: number): void {
-    for (const w of this.queue) {
+    const waiting = this.byTube.get(tube);
+    if (!waiting) return;
+    for (const w of waiting) {
       if (count <= 0) return;
-      if (!w.tubes.includes(tube)) continue;
       if (!w.attempting) { this.attempt(w); count--; }
       else if (!w.again) { w.again = true; count--; }
     }
@@ -64,7 +70,7 @@ export class Waiters {
 
   /** After a lost subscription: every waiter looks again. */
   wakeAll(): void {
-    for (const w of this.queue) this.poke(w);
+    for (const w of this.all) this.poke(w);
   }
 
   /** The client half-closed its socket: TIMED_OUT, as beanstalkd. */
@@ -130,9 +136,12 @@ export class Waiters {
   }
 
   private remove(w: Waiter): void {
-    const i = this.queue.indexOf(w);
-    if (i < 0) return;
-    this.queue.splice(i, 1);
+    if (!this.all.delete(w)) return;
+    for (const t of w.tubes) {
+      const set = this.byTube.get(t)!;
+      set.delete(w);
+      if (set.size === 0) this.byTube.delete(t);
+    }
     for (const t of w.timers) clearTimeout(t);
     w.conn.waiter = null;
     this.sidecar.counters.waitingDelta(w.tubes, -1);
