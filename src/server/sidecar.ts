@@ -121,7 +121,6 @@ export class Sidecar {
     await this.subscriber.subscribe(this.keys.events);
     subscribed = true;
     await this.beat();
-    await this.store.refTube('default', this.nodeId, 1);
     this.armPromote(0);
     const socketPath = unixSocketPath(this.options.host);
     if (socketPath) removeStaleSocket(socketPath);
@@ -233,7 +232,22 @@ export class Sidecar {
   // ---- background work ----
 
   private async beat(): Promise<void> {
-    await this.store.heartbeat(this.nodeId, this.options.heartbeatMs * 5, this.counters.snapshot());
+    const fresh = await this.store.heartbeat(this.nodeId, this.options.heartbeatMs * 5, this.counters.snapshot());
+    if (fresh) await this.registerReferences();
+  }
+
+  /**
+   * (Re)claims every tube this sidecar references: at start (`default`, held
+   * for the sidecar's life), and after its lease lapsed (Redis unreachable for
+   * a while) and another sidecar may have reaped it.
+   */
+  private async registerReferences(): Promise<void> {
+    const tubes = new Set(['default']);
+    for (const [tube, use] of this.counters.tubes) if (use.using + use.watching > 0) tubes.add(tube);
+    for (const tube of tubes) {
+      await this.store.refTube(tube, this.nodeId, 'drop');
+      await this.store.refTube(tube, this.nodeId, 1);
+    }
   }
 
   private scheduleHeartbeat(): void {

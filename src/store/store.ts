@@ -182,9 +182,10 @@ export class Store {
     await this.run('refTube', [tube], [tube, node, delta]);
   }
 
-  async heartbeat(node: string, ttlMs: number, fields: Array<string | number>): Promise<void> {
+  /** Renews a sidecar's lease; true when it had none (first beat, or it lapsed). */
+  async heartbeat(node: string, ttlMs: number, fields: Array<string | number>): Promise<boolean> {
     const keys = [...this.keys.globals, this.keys.node(node)];
-    await this.scripts.get('heartbeat')!(keys.length, ...keys, node, ttlMs, ...fields);
+    return (await this.scripts.get('heartbeat')!(keys.length, ...keys, node, ttlMs, ...fields)) === 1;
   }
 
   async forgetNode(node: string): Promise<void> {

@@ -141,3 +141,25 @@ describe('two sidecars on one Redis', () => {
     expect(yamlMap(await b.cmd('stats'))['current-connections']).toBe('1');
   }, 15_000);
 });
+
+describe('a sidecar cut off from Redis for longer than its lease', () => {
+  it('re-registers its tubes when it comes back, even if another sidecar reaped it', async () => {
+    const prefix = uniquePrefix();
+    const A = await startRedstalk({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
+    const B = await startRedstalk({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
+    sidecars.push(A, B);
+    const a = await dial(A);
+    await a.cmd('watch kept');
+    // Simulate the reaper's view of a lapsed lease: A's refs and lease are dropped.
+    await A.server.sidecar.store.refTube('kept', A.server.sidecar.nodeId, 'drop');
+    await A.server.sidecar.store.forgetNode(A.server.sidecar.nodeId);
+    const b = await dial(B);
+    await b.cmd('use kept');
+    await b.cmd('use default'); // B's last reference goes: the tube would be collected now if A's were lost
+    await new Promise((r) => setTimeout(r, 400)); // A's next heartbeats notice the lapse and re-register
+    await b.cmd('use kept');
+    await b.cmd('use default');
+    expect(await b.cmd('list-tubes')).toContain('- kept');
+    expect(yamlMap(await b.cmd('stats-tube kept'))['current-watching']).toBe('1');
+  });
+});
