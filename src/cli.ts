@@ -2,8 +2,8 @@
 // redstalk [serve] — beanstalkd's own flags (-b -f -F -l -p -u -z -s -v -V) plus Redis options.
 import { execFileSync } from 'node:child_process';
 import { Command, InvalidArgumentError } from 'commander';
-import { pino } from 'pino';
 import { checkConfig, ConfigError, type Config } from './config.js';
+import { createLogger } from './log.js';
 import { createServer, DEFAULTS, type RedstalkServer } from './index.js';
 import { startEmbeddedRedis, type EmbeddedRedis } from './cli/embedded-redis.js';
 import pkg from '../package.json' with { type: 'json' };
@@ -61,7 +61,7 @@ async function serve(flags: Flags): Promise<void> {
     }
     throw err;
   }
-  const log = pino({ level: config.logLevel });
+  const log = createLogger(config.logLevel);
   for (const w of warnings) log.warn(w);
   log.debug({ config: { ...config, redisUrl: config.redisUrl.replace(/\/\/[^@/]*@/, '//***@') } }, 'configuration');
 

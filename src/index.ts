@@ -1,5 +1,5 @@
 // Public API: start a redstalk server in-process.
-import { pino } from 'pino';
+import { createLogger } from './log.js';
 import { LIMITS } from './protocol/spec.js';
 import { Sidecar, type SidecarOptions } from './server/sidecar.js';
 
@@ -27,7 +27,7 @@ export const DEFAULTS = {
 
 export async function createServer(options: Partial<ServerOptions> & { redisUrl: string }): Promise<RedstalkServer> {
   const opts: ServerOptions = { ...DEFAULTS, ...options };
-  const log = pino({ level: opts.logLevel, base: { pid: process.pid } });
+  const log = createLogger(opts.logLevel);
   const sidecar = new Sidecar(opts, log);
   await sidecar.start();
   sidecar.startBackground();
