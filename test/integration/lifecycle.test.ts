@@ -119,6 +119,25 @@ describe('embedded Redis and restarts', () => {
     expect(yamlMap(await a.cmd('stats-tube keep'))['total-jobs']).toBe('4');
   }, 30_000);
 
+  it('after a SIGKILL, the next start reuses the orphaned redis-server instead of starting a second one', async () => {
+    const dir = tempDir();
+    const first = await spawnRedstalk(['--data-dir', dir, '--log-level', 'info']);
+    const a = await Wire.connect(first.port);
+    expect(await a.cmd('put 0 0 60 4\r\nkept')).toBe('INSERTED 1');
+    a.close();
+    const orphan = JSON.parse(readFileSync(path.join(dir, 'redstalk-redis.json'), 'utf8')) as { pid: number };
+    await first.stop('SIGKILL');
+    expect(() => process.kill(orphan.pid, 0)).not.toThrow();
+
+    const second = await spawn(['--data-dir', dir, '--log-level', 'info']);
+    const b = await dial(second.port);
+    expect(await b.cmd('peek 1')).toBe('FOUND 1 4\nkept');
+    expect(second.output()).toContain(`reusing redis-server pid ${orphan.pid}`);
+    expect(await second.stop('SIGTERM')).toBe(0);
+    expect(() => process.kill(orphan.pid, 0)).toThrow();
+    expect(existsSync(path.join(dir, 'redstalk-redis.json'))).toBe(false);
+  }, 30_000);
+
   it('SIGUSR1 turns on drain mode', async () => {
     const s = await spawn(['--data-dir', tempDir(), '--log-level', 'warn']);
     const a = await dial(s.port);
