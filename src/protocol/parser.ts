@@ -54,7 +54,8 @@ export function parseCommand(line: string): ParsedCommand | ParseError {
           if (v > U64_MAX) return ParseError.BadFormat;
           args.push(v.toString());
         } else {
-          const v = digits.length > 10 ? Infinity : Number(digits);
+          // strtoumax: leading zeros are fine (00000000001 is 1); Number is exact up to 15 digits.
+          const v = digits.length <= 15 ? Number(digits) : BigInt(digits) > BigInt(U32_MAX) ? Infinity : Number(digits);
           if (v > (arg.type === 'timeout' ? LIMITS.reserveTimeoutMax : U32_MAX)) return ParseError.BadFormat;
           args.push(v);
         }
@@ -83,13 +84,13 @@ export function parseCommand(line: string): ParsedCommand | ParseError {
         break;
       }
       case 'tube-lenient': {
-        // read_tube_name: leading spaces, then a run of name characters
-        // (so no space is needed after "pause-tube"); the name must be valid.
+        // read_tube_name: leading spaces, then a run of name characters (so no
+        // space is needed after "pause-tube"). Whether the name is valid is
+        // checked by the handler: beanstalkd counts the command first.
         while (line.charCodeAt(i) === SPACE) i++;
         const n = nameSpan(line, i);
-        const name = line.slice(i, i + n);
-        if (!isValidName(name)) return ParseError.BadFormat;
-        args.push(name);
+        if (n === 0) return ParseError.BadFormat;
+        args.push(line.slice(i, i + n));
         i += n;
         break;
       }

@@ -5,7 +5,7 @@
 import os from 'node:os';
 import type { ParsedCommand } from '../protocol/parser.js';
 import { jobReply, line, okReply, REPLY } from '../protocol/replies.js';
-import { COMMAND_COUNTERS, COMMANDS } from '../protocol/spec.js';
+import { COMMAND_COUNTERS, COMMANDS, isValidName } from '../protocol/spec.js';
 import { yamlDict, yamlList, type StatValue } from '../protocol/yaml.js';
 import type { Connection } from './connection.js';
 import { sumSnapshots } from './counters.js';
@@ -147,6 +147,7 @@ const HANDLERS: Record<string, Handler> = {
   },
   quit: (c) => c.close(),
   async 'pause-tube'(c, [name, delay]) {
+    if (!isValidName(name as string)) return c.send(REPLY.BAD_FORMAT);
     const ok = await c.sidecar.store.pauseTube(name as string, delay as number);
     c.send(ok ? REPLY.PAUSED : REPLY.NOT_FOUND);
   },

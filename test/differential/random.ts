@@ -9,15 +9,16 @@
  * What makes a generated scenario safe to compare:
  *  - the number of replies of every step is known from its bytes alone (only
  *    `put` lines and `quit` are special, and the generator knows which put lines
- *    parse, see `badPutLines`); nothing ever blocks (the only reserve is
- *    `reserve-with-timeout 0`);
+ *    parse: see the 'bad-put', 'too-big' and 'crlf' cases of `invalid`); nothing
+ *    ever blocks (the only reserve is `reserve-with-timeout 0`);
  *  - nothing depends on time: ttr >= 600 (no DEADLINE_SOON, no expiry), delays
  *    are 0 or >= 3600 and pairwise >= 10 s apart (no ties in the delay order),
  *    pauses are 0 (= unpause now) or >= 3600;
- *  - the deliberate divergences are only ever *declared*: `LIST-TUBE-USED`
- *    (case-insensitive-commands, the expected reply comes from the model's used
- *    tube, which is exact) and, as the very last step, a `reserve-with-timeout`
- *    argument that 1.12 reads as 0 (reserve-timeout-parse).
+ *  - the deliberate divergences are only ever *declared*, and only as the very
+ *    last step (the two servers' states differ afterwards): `LIST-TUBE-USED` or
+ *    `USE x` in another case (case-insensitive-commands; the expected reply
+ *    comes from the model's used tube, which is exact) and a
+ *    `reserve-with-timeout` argument that 1.12 reads as 0 (reserve-timeout-parse).
  *
  * A small model of the server (jobs, states, tubes, watch lists, pauses) is kept
  * only to draw mostly-meaningful arguments (release a job this connection holds,
@@ -155,6 +156,10 @@ class Model {
     for (const t of [...this.paused]) if (!live.has(t)) this.paused.delete(t);
   }
 
+  /** ph -> server id, also for deleted jobs */
+  private readonly reals: number[] = [];
+  realOf(ph: number): number { return this.reals[ph - 1] ?? 0; }
+
   byReal(real: number): MJob | undefined {
     for (const j of this.jobs.values()) if (j.real === real) return j;
     return undefined;
@@ -163,6 +168,7 @@ class Model {
   put(conn: string, pri: number, delay: number): void {
     const ph = ++this.nPh;
     const real = ++this.nReal;
+    this.reals.push(real);
     this.jobs.set(ph, { ph, real, tube: this.conn(conn).used, state: delay > 0 ? 'delayed' : 'ready', pri, delayKey: delay + this.clock * 1e-3, buryKey: 0 });
   }
 
@@ -289,6 +295,8 @@ class Generator {
   private readonly m = new Model();
   private readonly lines: string[] = [];
   private readonly usedDelays = new Set<number>();
+  /** placeholders usable in the current step (ids reported before it was sent) */
+  private knownPh = 0;
   readonly conns: string[];
 
   constructor(readonly seed: number, private readonly opts: GenOptions) {
@@ -300,10 +308,12 @@ class Generator {
     const n = this.r.int(this.opts.minSteps ?? 10, this.opts.maxSteps ?? 40);
     for (let i = 0; i < n; i++) {
       this.m.clock = i;
+      this.knownPh = this.m.nPh;
       const conn = this.r.weighted(this.conns.map((c, k) => [k === 0 ? 3 : 2, c] as const));
       const last = i === n - 1;
       if (last && this.r.chance(0.12)) { this.quit(conn); break; }
       if (last && this.r.chance(0.06)) { this.declaredReserveTimeout(conn); break; }
+      if (last && this.r.chance(0.06)) { this.declaredCase(conn); break; }
       this.step(conn);
     }
     return this.lines;
@@ -322,23 +332,40 @@ class Generator {
       [78, () => this.emit(conn, this.valid(conn))],
       [15, () => this.emit(conn, this.invalid(conn))],
       [4, () => this.emit(conn, this.pipeline(conn))],
-      [1.5, () => this.declaredCase(conn)],
       [this.conns.length > 1 ? 1.5 : 0.5, () => { this.lines.push(`${conn} close`); this.m.close(conn); }],
     ]);
     kind();
   }
 
   private quit(conn: string): void {
-    this.lines.push(`${conn}> ${renderParts([this.r.pick(['quit', 'quit', 'quitxyz', 'quit '])])}`);
+    const word = this.r.pick(['quit', 'quit', 'quitxyz', 'quit ']);
+    if (this.r.chance(0.7)) {
+      this.lines.push(`${conn}> ${renderParts([word])}`);
+    } else {
+      // quit at the end of a pipeline: the commands before it are answered, anything after it is not
+      const before = this.pipeline(conn);
+      const after = this.r.pick(['', 'stats\r\n', 'put 0 0 600 1\r\nx\r\n', 'list-tube-used\r\nlist-tubes\r\n']);
+      this.lines.push(`${conn}>> ${renderParts([...before.parts, `\r\n${word}\r\n${after}`])}`);
+      this.lines.push(`${conn}< ${before.replies}`);
+    }
     this.lines.push(`${conn} expect-closed`);
     this.m.close(conn);
   }
 
-  /** Upper/mixed-case command word: redstalk answers it, 1.12 says UNKNOWN_COMMAND. */
+  /**
+   * Last step only: upper/mixed-case command word; redstalk answers it, 1.12 says
+   * UNKNOWN_COMMAND (and redstalk counts it in cmd-list-tube-used, so the states differ afterwards).
+   */
   private declaredCase(conn: string): void {
-    const word = this.r.pick(['LIST-TUBE-USED', 'List-Tube-Used', 'list-TUBE-used', 'LIST-tube-USED']);
-    this.lines.push(`${conn}: ${word}`);
-    this.lines.push(`~ case-insensitive-commands: USING ${escapeDsl(this.m.conn(conn).used)}`);
+    if (this.r.chance(0.5)) {
+      const word = this.r.pick(['LIST-TUBE-USED', 'List-Tube-Used', 'list-TUBE-used', 'LIST-tube-USED']);
+      this.lines.push(`${conn}: ${word}`);
+      this.lines.push(`~ case-insensitive-commands: USING ${escapeDsl(this.m.conn(conn).used)}`);
+    } else {
+      const t = this.goodTube();
+      this.lines.push(`${conn}: ${this.r.pick(['USE', 'Use', 'uSe'])} ${escapeDsl(t)}`);
+      this.lines.push(`~ case-insensitive-commands: USING ${escapeDsl(t)}`);
+    }
   }
 
   /** Last step only: 1.12 reads these arguments as 0 (and may reserve a job), 1.13 says BAD_FORMAT. */
@@ -348,13 +375,13 @@ class Generator {
     this.lines.push('~ reserve-timeout-parse: BAD_FORMAT');
   }
 
-  /** 2..4 units in one write. */
+  /** 2..4 (sometimes up to 12) units in one write. */
   private pipeline(conn: string): Unit {
-    const n = this.r.int(2, 4);
+    const n = this.r.chance(0.85) ? this.r.int(2, 4) : this.r.int(5, 12);
     const parts: Part[] = [];
     let replies = 0;
     for (let k = 0; k < n; k++) {
-      const u = this.r.chance(0.75) ? this.valid(conn, true) : this.invalid(conn, true);
+      const u = this.r.chance(0.75) ? this.valid(conn) : this.invalid(conn, true);
       if (k > 0) parts.push('\r\n');
       parts.push(...u.parts);
       replies += u.replies;
@@ -363,6 +390,11 @@ class Generator {
   }
 
   // ---- argument helpers
+
+  /** A number as the client writes it: now and then with leading zeros (legal: strtoumax). */
+  private num(n: number): string {
+    return this.r.chance(0.04) ? `${'0'.repeat(this.r.int(1, 12))}${n}` : String(n);
+  }
 
   private pri(): number {
     return this.r.weighted<number>([
@@ -416,7 +448,12 @@ class Generator {
       if (good.length && x < 0.65) ph = this.r.pick(good).ph;
       else if (live.length && x < 0.78) ph = this.r.pick(live).ph;
       else ph = this.r.int(1, this.m.nPh);
-      return { parts: [{ id: ph }], job: this.m.jobs.get(ph) };
+      const job = this.m.jobs.get(ph);
+      // placeholders are resolved when the step is sent: a job put earlier in the
+      // same write has no placeholder yet, so name it by its (predictable) id
+      const zeros = this.r.chance(0.03) ? '0'.repeat(this.r.int(1, 22)) : '';
+      if (ph > this.knownPh) return { parts: [zeros + String(this.m.realOf(ph))], job };
+      return { parts: zeros ? [zeros, { id: ph }] : [{ id: ph }], job };
     }
     const lit = this.r.weighted<number | string>([[4, this.r.int(1, this.m.nReal + 2)], [1, 0], [1, 999], [1, U64_MAX]]);
     return { parts: [String(lit)], job: typeof lit === 'number' ? this.m.byReal(lit) : undefined };
@@ -427,14 +464,16 @@ class Generator {
   // ---- valid commands
 
   /** A well-formed command (the server may still say NOT_FOUND etc.). */
-  private valid(conn: string, inPipeline = false): Unit {
+  private valid(conn: string): Unit {
     const r = this.r;
     const m = this.m;
     const one = (...parts: Part[]): Unit => ({ parts, replies: 1 });
     const sp = () => (r.chance(0.05) ? '  ' : ' '); // extra spaces before numbers are legal
+    // commands on a reserved job only make sense when this connection holds one
+    const holds = [...m.jobs.values()].some(this.held(conn));
     const cmd = r.weighted<string>([
-      [18, 'put'], [10, 'rwt'], [5, 'reserve-job'], [6, 'delete'], [7, 'release'], [5, 'bury'], [3, 'touch'],
-      [4, 'kick'], [4, 'kick-job'], [4, 'peek'], [2, 'peek-ready'], [2, 'peek-delayed'], [2, 'peek-buried'],
+      [18, 'put'], [10, 'rwt'], [5, 'reserve-job'], [holds ? 9 : 4, 'delete'], [holds ? 14 : 2, 'release'], [holds ? 10 : 1.5, 'bury'], [holds ? 5 : 1, 'touch'],
+      [4, 'kick'], [[...m.jobs.values()].some((j) => j.state === 'buried' || j.state === 'delayed') ? 6 : 1.5, 'kick-job'], [4, 'peek'], [2, 'peek-ready'], [2, 'peek-delayed'], [2, 'peek-buried'],
       [6, 'stats-job'], [4, 'stats-tube'], [2, 'stats'], [2, 'list-tubes'], [1, 'list-tube-used'], [2, 'list-tubes-watched'],
       [5, 'use'], [5, 'watch'], [4, 'ignore'], [4, 'pause-tube'],
     ]);
@@ -443,13 +482,12 @@ class Generator {
         const pri = this.pri();
         const delay = this.delay(0.8);
         const ttr = r.pick(TTRS);
-        const b = inPipeline && b0big(this) ? { parts: ['p'], len: 1 } : this.body();
-        const lead = r.chance(0.03) ? '0' : '';
+        const b = this.body();
         m.put(conn, pri, delay);
-        return one(`put${sp()}${lead}${pri}${sp()}${delay}${sp()}${ttr}${sp()}${b.len}\r\n`, ...b.parts);
+        return one(`put${sp()}${this.num(pri)}${sp()}${this.num(delay)}${sp()}${this.num(ttr)}${sp()}${this.num(b.len)}\r\n`, ...b.parts);
       }
       case 'rwt': {
-        const arg = r.weighted<string>([[20, '0'], [1, ' 0'], [1, '00'], [1, '0 junk'], [1, '0junk'], [1, '0 0']]);
+        const arg = r.weighted<string>([[20, '0'], [1, ' 0'], [1, '00'], [1, '000000000000'], [1, '0 junk'], [1, '0junk'], [1, '0 0']]);
         m.reserve(conn);
         return one(`reserve-with-timeout ${arg}`);
       }
@@ -468,13 +506,13 @@ class Generator {
         const pri = this.pri();
         const delay = this.delay(0.7);
         m.release(conn, a.job, pri, delay);
-        return one(`release${sp()}`, ...a.parts, `${sp()}${pri}${sp()}${delay}`);
+        return one(`release${sp()}`, ...a.parts, `${sp()}${this.num(pri)}${sp()}${this.num(delay)}`);
       }
       case 'bury': {
         const a = this.idArg(this.held(conn));
         const pri = this.pri();
         m.bury(conn, a.job, pri);
-        return one(`bury${sp()}`, ...a.parts, `${sp()}${pri}`);
+        return one(`bury${sp()}`, ...a.parts, `${sp()}${this.num(pri)}`);
       }
       case 'touch': {
         const a = this.idArg(this.held(conn));
@@ -508,7 +546,8 @@ class Generator {
       }
       case 'ignore': {
         const w = m.conn(conn).watched;
-        const t = r.chance(0.7) ? r.pick(w) : this.goodTube();
+        // ignoring the only watched tube is NOT_IGNORED: now and then, not most of the time
+        const t = r.chance(w.length > 1 ? 0.7 : 0.25) ? r.pick(w) : this.goodTube();
         m.ignore(conn, t);
         return one(`ignore ${t}`);
       }
@@ -520,7 +559,10 @@ class Generator {
         m.pause(t, d);
         // `pause-tube` needs no space before the name (the name parser skips spaces)
         const gap = r.weighted<string>([[20, ' '], [1, '  '], [1, '']]);
-        return one(`pause-tube${gap}${t}${sp()}${d}`);
+        let line = `pause-tube${gap}${t}${sp()}${this.num(d)}`;
+        // a 223-byte line is the one length that swallows the next line (see 'long' below)
+        if (line.length >= 223) line = `pause-tube ${t} ${d}`;
+        return one(line);
       }
     }
   }
@@ -625,9 +667,6 @@ class Generator {
   }
 }
 
-/** Large bodies are kept out of pipelines most of the time (they only slow things down). */
-function b0big(g: Generator): boolean { void g; return false; }
-
 /** Generates the scenario of one seed (deterministic). */
 export function generateScenario(seed: number, opts: GenOptions = {}): GeneratedScenario {
   const g = new Generator(seed, opts);
@@ -651,4 +690,51 @@ export function parseSeeds(spec: string): number[] {
     for (let s = lo; s <= hi; s++) out.add(s);
   }
   return [...out].sort((x, y) => x - y);
+}
+
+// ---------------------------------------------------------------- shrinking
+
+/**
+ * Splits scenario text into the header (comments, `===` line) and groups of lines
+ * that must stay together: a step with its `~` declarations, a `quit` with the
+ * `expect-closed` after it.
+ */
+function splitGroups(text: string): { header: string[]; groups: string[][] } {
+  const header: string[] = [];
+  const groups: string[][] = [];
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    if (groups.length === 0 && (line.startsWith('#') || line.startsWith('==='))) { header.push(line); continue; }
+    const prev = groups[groups.length - 1];
+    if (prev && (line.startsWith('~') || / expect-closed$/.test(line))) prev.push(line);
+    else groups.push([line]);
+  }
+  return { header, groups };
+}
+
+/**
+ * Greedy reduction of a failing scenario (DIFF_SHRINK=1): drops chunks of steps,
+ * then single steps, as long as `stillFails` says the same divergence remains.
+ * Placeholders are left as they are, so `stillFails` must reject runs in which a
+ * placeholder no longer resolves. At most `maxRuns` calls.
+ */
+export async function shrinkScenario(text: string, stillFails: (text: string) => Promise<boolean>, maxRuns = 250): Promise<{ text: string; runs: number }> {
+  const { header, groups } = splitGroups(text);
+  const join = (gs: string[][]) => [...header, ...gs.flat(), ''].join('\n');
+  let cur = groups;
+  let runs = 0;
+  for (let chunk = Math.max(1, Math.floor(cur.length / 2)); chunk >= 1; chunk = chunk === 1 ? 0 : Math.max(1, Math.floor(chunk / 2))) {
+    let progress = true;
+    while (progress && runs < maxRuns) {
+      progress = false;
+      for (let i = cur.length - chunk; i >= 0 && runs < maxRuns; i--) {
+        const cand = [...cur.slice(0, i), ...cur.slice(i + chunk)];
+        if (cand.length === 0) continue;
+        runs++;
+        if (await stillFails(join(cand))) { cur = cand; progress = true; i = Math.min(i, cur.length - chunk + 1); }
+      }
+      if (chunk > 1) break; // bigger chunks: one pass each
+    }
+  }
+  return { text: join(cur), runs };
 }

@@ -73,9 +73,21 @@ describe('parseCommand', () => {
     for (const l of ['put 1 2 3', 'put -1 2 3 4', 'put +1 2 3 4', 'put 4294967296 0 0 0', 'peek 18446744073709551616',
       'delete 1 ', 'delete 1x', 'delete ', 'release 1 2', 'bury 1', 'touch x', 'stats-job', 'reserve-with-timeout 2147483648',
       'reserve-with-timeout -1', 'reserve-with-timeout x', 'kick ', 'kick x', 'kick 18446744073709551616', 'pause-tube x', 'pause-tube :x 1',
-      'pause-tube x 1 ', 'pause-tube -x 1', `pause-tube ${'a'.repeat(201)} 1`, 'peek-ready ', 'stats ', 'reserve ', 'list-tubes-watched x', 'stats\0']) {
+      'pause-tube x 1 ', 'peek-ready ', 'stats ', 'reserve ', 'list-tubes-watched x', 'stats\0']) {
       expect([l, parse(l)]).toEqual([l, BF]);
     }
+  });
+
+  it('reads numbers like strtoumax: any number of leading zeros', () => {
+    expect(parse('put 00000000001 0 000000000600 00000000000000000001')).toMatchObject({ args: [1, 0, 600, 1] });
+    expect(parse('reserve-with-timeout 000000000000002147483647')).toMatchObject({ args: [2147483647] });
+    expect(parse('put 0000000004294967296 0 1 1')).toBe(BF);
+    expect(parse('peek 000000000000000000000000007')).toMatchObject({ args: ['7'] });
+  });
+
+  it('leaves the validity of a pause-tube name to the handler (beanstalkd counts the command first)', () => {
+    expect(parse('pause-tube -x 1')).toMatchObject({ name: 'pause-tube', args: ['-x', 1] });
+    expect(parse(`pause-tube ${'a'.repeat(201)} 1`)).toMatchObject({ args: ['a'.repeat(201), 1] });
   });
 
   it('accepts put with a trailing argument for put to judge itself (JOB_TOO_BIG comes first)', () => {
