@@ -10,11 +10,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasBeanstalkd } from '../helpers/beanstalkd.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { DELIBERATE_DIVERGENCES } from './deliberate.js';
 import { loadScenarios } from './dsl.js';
 import { formatDivergence, formatSummary, formatTranscripts, runScenario, summarise, type ScenarioResult, type Target } from './engine.js';
-import { beanstalkdTarget, hasRedstalkServer, redstalkTarget } from './targets.js';
+import { comparisonTargets, hasRedstalkServer } from './targets.js';
 
 const selfMode = process.env.DIFF_SUBJECT === 'beanstalkd';
 const only = process.env.DIFF_ONLY;
@@ -37,19 +36,13 @@ describe('differential scenario set', () => {
 });
 
 describe.skipIf(skipReason !== '')(`differential: beanstalkd vs ${selfMode ? 'beanstalkd (self-check)' : 'redstalk'}${skipReason}`, () => {
-  let redis: TestRedis | undefined;
   let ref: Target;
   let sub: Target;
+  let stopTargets = async () => {};
   const results: ScenarioResult[] = [];
 
   beforeAll(async () => {
-    ref = beanstalkdTarget('beanstalkd');
-    if (selfMode) {
-      sub = beanstalkdTarget('beanstalkd#2');
-    } else {
-      redis = await startRedis();
-      sub = redstalkTarget(redis.url);
-    }
+    ({ ref, sub, stop: stopTargets } = await comparisonTargets(selfMode));
   });
 
   afterAll(async () => {
@@ -59,7 +52,7 @@ describe.skipIf(skipReason !== '')(`differential: beanstalkd vs ${selfMode ? 'be
       if (s.divergences.length) lines.push(...s.divergences.map(formatDivergence));
       console.log(lines.join('\n'));
     }
-    await redis?.stop();
+    await stopTargets();
   });
 
   for (const scenario of scenarios) {

@@ -16,11 +16,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasBeanstalkd } from '../helpers/beanstalkd.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { parseScenarios } from './dsl.js';
 import { formatDivergence, formatSummary, formatTranscripts, runScenario, summarise, type Divergence, type ScenarioResult, type Target } from './engine.js';
 import { generateScenario, parseSeeds, shrinkScenario } from './random.js';
-import { beanstalkdTarget, hasRedstalkServer, redstalkTarget } from './targets.js';
+import { comparisonTargets, hasRedstalkServer } from './targets.js';
 
 /** Seeds run in CI (about 75 s on a 2-core machine: ~0.18 s per seed). */
 const DEFAULT_SEEDS = '1-400';
@@ -61,20 +60,14 @@ describe('random scenario generator', () => {
 });
 
 describe.skipIf(skipReason !== '')(`differential random: beanstalkd vs ${selfMode ? 'beanstalkd (self-check)' : 'redstalk'}, ${seeds.length} seeds${skipReason}`, () => {
-  let redis: TestRedis | undefined;
   let ref: Target;
   let sub: Target;
+  let stopTargets = async () => {};
   const results: ScenarioResult[] = [];
   const failing: number[] = [];
 
   beforeAll(async () => {
-    ref = beanstalkdTarget('beanstalkd');
-    if (selfMode) {
-      sub = beanstalkdTarget('beanstalkd#2');
-    } else {
-      redis = await startRedis();
-      sub = redstalkTarget(redis.url);
-    }
+    ({ ref, sub, stop: stopTargets } = await comparisonTargets(selfMode));
   });
 
   afterAll(async () => {
@@ -83,7 +76,7 @@ describe.skipIf(skipReason !== '')(`differential random: beanstalkd vs ${selfMod
       if (failing.length) lines.push(`  failing seeds: ${failing.join(',')}  (rerun: DIFF_SEEDS=${failing.join(',')} DIFF_VERBOSE=1 npx vitest run test/differential/random.test.ts)`);
       console.log(lines.join('\n'));
     }
-    await redis?.stop();
+    await stopTargets();
   });
 
   for (const seed of seeds) {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hasBeanstalkd, startBeanstalkd } from '../helpers/beanstalkd.js';
 import { waitForPort } from '../helpers/ports.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
 import type { Target, TargetInstance } from './engine.js';
 import type { Dialect, RawReply } from './normalise.js';
 
@@ -112,4 +113,16 @@ export function proxyTarget(inner: Target, name: string, rewrite: (r: RawReply, 
 /** Serialises a reply back to wire bytes (for proxy rewrites). */
 export function replyBytes(r: RawReply): Buffer {
   return Buffer.concat([Buffer.from(`${r.line}\r\n`, 'latin1'), r.chunk ?? Buffer.alloc(0)]);
+}
+
+/**
+ * The reference (beanstalkd) and the subject of a comparison run: redstalk on a
+ * private redis-server, or a second beanstalkd when checking scenarios
+ * themselves (DIFF_SUBJECT=beanstalkd).
+ */
+export async function comparisonTargets(selfMode: boolean): Promise<{ ref: Target; sub: Target; stop(): Promise<void> }> {
+  const ref = beanstalkdTarget('beanstalkd');
+  if (selfMode) return { ref, sub: beanstalkdTarget('beanstalkd#2'), stop: async () => {} };
+  const redis: TestRedis = await startRedis();
+  return { ref, sub: redstalkTarget(redis.url), stop: () => redis.stop() };
 }

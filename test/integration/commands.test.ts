@@ -1,22 +1,10 @@
 // Every command, reply and error path against a real redis-server.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
-import { WirePool, yamlMap } from '../helpers/wire.js';
+import { describe, expect, it } from 'vitest';
+import { sidecarPerTest } from '../helpers/fixtures.js';
+import { yamlMap } from '../helpers/wire.js';
 
-let redis: TestRedis;
-let sidecar: TestSidecar;
-const pool = new WirePool();
-const dial = () => pool.dial(sidecar.port);
-
-
-beforeAll(async () => { redis = await startRedis(); });
-afterAll(async () => { await redis.stop(); });
-beforeEach(async () => { sidecar = await startRedstalk({ redisUrl: redis.url }); });
-afterEach(async () => {
-  pool.closeAll();
-  await sidecar.stop();
-});
+const ctx = sidecarPerTest();
+const dial = () => ctx.dial();
 
 describe('put', () => {
   it('inserts with increasing ids and accepts empty and binary bodies', async () => {
@@ -32,7 +20,7 @@ describe('put', () => {
   });
 
   it('answers JOB_TOO_BIG after skipping the body, and keeps the stream in sync', async () => {
-    sidecar = await (async () => { await sidecar.stop(); return startRedstalk({ redisUrl: redis.url, maxJobSize: 10 }); })();
+    await ctx.restart({ maxJobSize: 10 });
     const a = await dial();
     a.send(`put 0 0 60 11\r\n${'x'.repeat(11)}\r\nput 0 0 60 10\r\n${'y'.repeat(10)}\r\n`);
     expect(await a.line()).toBe('JOB_TOO_BIG');
@@ -69,7 +57,7 @@ describe('put', () => {
 
   it('answers DRAINING in drain mode, after reading the body', async () => {
     const a = await dial();
-    sidecar.server.drain();
+    ctx.sidecar.server.drain();
     a.send('put 0 0 1 1\r\nx\r\nput 0 0 1 1\r\ny\r\n');
     expect(await a.line()).toBe('DRAINING');
     expect(await a.line()).toBe('DRAINING');

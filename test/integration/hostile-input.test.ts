@@ -2,23 +2,11 @@
 // bound, or disturb other clients.
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
-import { WirePool } from '../helpers/wire.js';
+import { expect, it } from 'vitest';
+import { sidecarPerTest } from '../helpers/fixtures.js';
 
-let redis: TestRedis;
-let sidecar: TestSidecar;
-const pool = new WirePool();
-const dial = () => pool.dial(sidecar.port);
-
-beforeAll(async () => { redis = await startRedis(); });
-afterAll(async () => { await redis.stop(); });
-beforeEach(async () => { sidecar = await startRedstalk({ redisUrl: redis.url }); });
-afterEach(async () => {
-  pool.closeAll();
-  await sidecar.stop();
-});
+const ctx = sidecarPerTest();
+const dial = () => ctx.dial();
 
 it('an endless line is discarded and answered with one BAD_FORMAT', async () => {
   const a = await dial();
@@ -60,7 +48,7 @@ it('stops reading from a client that floods while its reserve is blocked', async
 });
 
 it('answers OUT_OF_MEMORY when Redis is full, and stores nothing', async () => {
-  const admin = new Redis(redis.url);
+  const admin = new Redis(ctx.redis.url);
   try {
     const a = await dial();
     expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
@@ -76,7 +64,7 @@ it('answers OUT_OF_MEMORY when Redis is full, and stores nothing', async () => {
 });
 
 it('recovers when Redis loses its script cache (SCRIPT FLUSH, restart, failover)', async () => {
-  const admin = new Redis(redis.url);
+  const admin = new Redis(ctx.redis.url);
   try {
     const a = await dial();
     expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
