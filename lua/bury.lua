@@ -7,8 +7,8 @@
 ]]
 --- @include "common"
 local id = ARGV[2]
-local j = load_job(id)
-if not j or j[F_STATE] ~= RESERVED or j[F_OWNER] ~= ARGV[1] then return 0 end
+local j = load_reserved_by(id, ARGV[1])
+if not j then return 0 end
 local T = tube_keys(1)
 leave_reserved(T, id, j)
 j[F_PRI] = tonumber(ARGV[3])

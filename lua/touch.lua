@@ -7,8 +7,8 @@
 ]]
 --- @include "common"
 local id = ARGV[2]
-local j = load_job(id)
-if not j or j[F_STATE] ~= RESERVED or j[F_OWNER] ~= ARGV[1] then return 0 end
+local j = load_reserved_by(id, ARGV[1])
+if not j then return 0 end
 j[F_DUE] = now_ms() + j[F_TTR] * 1000
 redis.call('ZADD', K_RESERVED, j[F_DUE], pad(id) .. j[F_TUBE])
 save_job(id, j)

@@ -51,6 +51,14 @@ local function load_job(id)
   return cmsgpack.unpack(raw)
 end
 
+-- The job, when it is reserved by `owner`; nil otherwise (release, bury and
+-- touch are for the reserving connection only).
+local function load_reserved_by(id, owner)
+  local j = load_job(id)
+  if j and j[F_STATE] == RESERVED and j[F_OWNER] == owner then return j end
+  return nil
+end
+
 local function save_job(id, j)
   redis.call('HSET', K_JOBS, id, cmsgpack.pack(j))
 end

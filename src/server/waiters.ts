@@ -27,6 +27,8 @@ export interface Waiter {
 /** Safety margin before a reservation's deadline (beanstalkd SAFETY_MARGIN). */
 const SAFETY_MARGIN_MS = 1000;
 
+const OUTCOME_REPLY: Record<Outcome, Buffer> = { timeout: REPLY.TIMED_OUT, deadline: REPLY.DEADLINE_SOON };
+
 export class Waiters {
   /** Waiters by watched tube; a Set iterates in insertion order, so each is first come, first served. */
   private readonly byTube = new Map<string, Set<Waiter>>();
@@ -94,7 +96,7 @@ export class Waiters {
   private settle(w: Waiter, outcome: Outcome): void {
     if (w.done) return;
     w.outcome = w.outcome ?? outcome;
-    if (!w.attempting) this.reply(w, outcome === 'timeout' ? REPLY.TIMED_OUT : REPLY.DEADLINE_SOON);
+    if (!w.attempting) this.reply(w, OUTCOME_REPLY[outcome]);
   }
 
   private attempt(w: Waiter): void {
@@ -121,7 +123,7 @@ export class Waiters {
     }
     if (w.done) return;
     if (w.again) { this.attempt(w); return; }
-    if (w.outcome) { this.reply(w, w.outcome === 'timeout' ? REPLY.TIMED_OUT : REPLY.DEADLINE_SOON); return; }
+    if (w.outcome) { this.reply(w, OUTCOME_REPLY[w.outcome]); return; }
     if (r.wakeInMs >= 0) this.at(w, r.wakeInMs + 2, null);
   }
 

@@ -4,8 +4,6 @@
 // matter of choosing the shard per tube here (job ids already carry it:
 // id = seq * shards + shard).
 
-export interface TubeKeys { meta: string; ready: string; delayed: string; buried: string; refs: string }
-
 export class Keys {
   readonly tag: string;
   /** The 8 keys every script receives first (lua/includes/common.lua). */

@@ -29,6 +29,11 @@ const TUBE_COUNT_FIELDS = 11;
 
 type ScriptFn = (...args: Array<string | number | Buffer>) => Promise<unknown>;
 
+/** Redis' TIME reply ([seconds, microseconds]) in milliseconds. */
+function redisMs([seconds, micros]: [string, string]): number {
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
 function str(v: unknown): string {
   return Buffer.isBuffer(v) ? v.toString('latin1') : String(v);
 }
@@ -196,7 +201,7 @@ export class Store {
   /** Sidecars by whether their heartbeat is current (judged on Redis' clock). */
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
     const [[, time], [, all]] = (await this.redis.multi().time().zrange(this.keys.nodes, 0, -1, 'WITHSCORES').exec()) as [[null, [string, string]], [null, string[]]];
-    const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+    const now = redisMs(time);
     const live: string[] = [];
     const dead: string[] = [];
     for (let i = 0; i < all.length; i += 2) (Number(all[i + 1]) > now ? live : dead).push(all[i]!);
@@ -228,7 +233,7 @@ export class Store {
       .zrangebyscore(this.keys.globals[2]!, '-inf', dueBy, 'LIMIT', 0, limit)
       .zrangebyscore(this.keys.globals[3]!, '-inf', dueBy, 'LIMIT', 0, limit)
       .exec()) as [[null, [string, string]], [null, string[]], [null, string[]]];
-    this.clockOffset = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000) - Date.now();
+    this.clockOffset = redisMs(time) - Date.now();
     const names = [...new Set([...delayed, ...reserved].map((member) => member.slice(ID_WIDTH)))];
     const [moved, nextDueMs] = (await this.run('promote', names, [this.keys.events, limit, ...names])) as [number, number];
     return { moved, nextDueMs };
