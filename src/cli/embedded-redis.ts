@@ -7,8 +7,8 @@
 // rather than starting a second server on the same files.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, chownSync, constants, mkdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { accepts, freePort, loopback, waitUntilAccepting } from './ports.js';
 
 export interface EmbeddedRedis { url: string; port: number; pid: number; stop(): Promise<void> }
 
@@ -26,41 +26,12 @@ export function findOnPath(binary: string): string | null {
   return null;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const s = net.connect(port, '127.0.0.1');
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
-  });
-}
-
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch {
     return false;
-  }
-}
-
-async function waitUntilAccepting(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
-    if (await accepts(port)) return;
-    if (Date.now() > until) throw new Error(`redis-server did not accept connections on port ${port}`);
-    await new Promise((r) => setTimeout(r, 25));
   }
 }
 
@@ -83,7 +54,7 @@ export async function startEmbeddedRedis({ dataDir, fsync, uid, gid, onLog }: Em
   if (uid !== undefined && gid !== undefined) chownSync(dir, uid, gid);
   const pidFile = path.join(dir, PID_FILE);
   const orphan = readOrphan(pidFile);
-  if (orphan && isAlive(orphan.pid) && (await accepts(orphan.port))) {
+  if (orphan && isAlive(orphan.pid) && (await accepts(loopback(orphan.port)))) {
     onLog(`reusing redis-server pid ${orphan.pid} left running on port ${orphan.port}`);
     return handle(orphan.port, orphan.pid, pidFile, null);
   }
@@ -97,7 +68,9 @@ export async function startEmbeddedRedis({ dataDir, fsync, uid, gid, onLog }: Em
     stream.setEncoding('utf8');
     stream.on('data', (d: string) => { for (const l of d.split('\n')) if (l.trim()) onLog(l); });
   }
-  await waitUntilAccepting(port, child, 10_000);
+  await waitUntilAccepting(loopback(port), `redis-server port ${port}`, 10_000, () => {
+    if (child.exitCode !== null) throw new Error(`redis-server exited with code ${child.exitCode}`);
+  });
   writeFileSync(pidFile, JSON.stringify({ pid: child.pid, port }));
   return handle(port, child.pid!, pidFile, child);
 }
