@@ -96,6 +96,68 @@ export const TTR = 60;
 /** Number of jobs in the two-competing-workers test. */
 export const COMPETE_JOBS = 40;
 
+/** Job ids by scenario name and back (a library gives ids as strings or numbers). */
+export class JobNames<Id> {
+  readonly idOf = new Map<string, Id>();
+  readonly nameOf = new Map<Id, string>();
+
+  add(name: string, id: Id): void {
+    this.idOf.set(name, id);
+    this.nameOf.set(id, name);
+  }
+
+  id(name: string): Id {
+    const v = this.idOf.get(name);
+    if (v === undefined) throw new Error(`no id for ${name}`);
+    return v;
+  }
+}
+
+export interface Delivered { id: string; payload: unknown }
+
+export interface CompetingWorker {
+  /** The next job within 1 s, or null when the reserve timed out. */
+  reserve(): Promise<Delivered | null>;
+  delete(id: string): Promise<void>;
+}
+
+export interface Competition { putIds: string[]; got: string[][]; sent: Map<string, unknown>; received: Map<string, unknown> }
+
+/**
+ * Puts COMPETE_JOBS jobs one by one while the workers reserve and delete
+ * concurrently (for at most 10 s); returns what was put and what each worker got.
+ */
+export async function compete(put: (i: number) => Promise<Delivered>, workers: CompetingWorker[]): Promise<Competition> {
+  const putIds: string[] = [];
+  const sent = new Map<string, unknown>();
+  const received = new Map<string, unknown>();
+  const got: string[][] = workers.map(() => []);
+  let producing = true;
+  const deadline = Date.now() + 10_000;
+  const total = () => got.reduce((n, ids) => n + ids.length, 0);
+  const loops = workers.map(async (w, i) => {
+    while (Date.now() < deadline) {
+      const job = await w.reserve();
+      if (!job) {
+        if (!producing && total() >= COMPETE_JOBS) return;
+        continue;
+      }
+      got[i]!.push(job.id);
+      received.set(job.id, job.payload);
+      await sleep(2); // "work"
+      await w.delete(job.id);
+    }
+  });
+  for (let i = 0; i < COMPETE_JOBS; i++) {
+    const job = await put(i);
+    putIds.push(job.id);
+    sent.set(job.id, job.payload);
+  }
+  producing = false;
+  await Promise.all(loops);
+  return { putIds, got, sent, received };
+}
+
 /** Asserts every id was delivered exactly once across the workers; returns a description for failures. */
 export function deliveryProblems(putIds: string[], perWorker: string[][]): string[] {
   const problems: string[] = [];

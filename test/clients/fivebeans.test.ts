@@ -18,8 +18,8 @@
 import fivebeans from 'fivebeans';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BINARY_BODY, COMPETE_JOBS, DEFAULT_TUBE_JOB, HOST, RESERVE_ORDER, TARGETS, TTR,
-  deliveryProblems, scenario, waitFor, within, type RunningServer,
+  BINARY_BODY, COMPETE_JOBS, DEFAULT_TUBE_JOB, HOST, RESERVE_ORDER, TARGETS, TTR, deliveryProblems, scenario,
+  waitFor, within, type RunningServer, JobNames,
 } from './common.js';
 
 type FiveBeansClient = InstanceType<typeof fivebeans.client>;
@@ -72,13 +72,9 @@ describe.each(TARGETS)('fivebeans against $name', (target) => {
       const producer = await connect();
       const worker = await connect();
 
-      const idOf = new Map<string, string>();
-      const nameOf = new Map<string, string>();
-      const id = (name: string): string => {
-        const v = idOf.get(name);
-        if (v === undefined) throw new Error(`no id for ${name}`);
-        return v;
-      };
+      const names = new JobNames<string>();
+      const { idOf, nameOf } = names;
+      const id = (name: string): string => names.id(name);
       const jobStats = async (name: string) => (await call<[Record<string, unknown>]>((cb) => producer.stats_job(id(name), cb)))[0];
       const expectBody = (payload: Buffer, name: string) =>
         expect(Buffer.isBuffer(payload) && payload.equals(S.spec(name).body), `body of job ${name} intact`).toBe(true);
@@ -92,8 +88,7 @@ describe.each(TARGETS)('fivebeans against $name', (target) => {
       for (const j of S.jobs) {
         const [jobId] = await call<[string]>((cb) => producer.put(j.pri, j.delay, TTR, j.body, cb));
         expect(jobId).toMatch(/^\d+$/);
-        idOf.set(j.name, jobId);
-        nameOf.set(jobId, j.name);
+        names.add(j.name, jobId);
       }
       expect(new Set(idOf.values()).size).toBe(S.jobs.length);
 

@@ -24,8 +24,9 @@ import { createRequire } from 'node:module';
 import type { JackdClient } from 'jackd';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  ASCII_BINARY_BODY, COMPETE_JOBS, DEFAULT_TUBE_JOB, HOST, RESERVE_ORDER, TARGETS, TTR,
-  asUtf8String, deliveryProblems, scenario, sleep, waitFor, within, yamlList, yamlMap, type RunningServer,
+  ASCII_BINARY_BODY, COMPETE_JOBS, DEFAULT_TUBE_JOB, HOST, RESERVE_ORDER, TARGETS, TTR, asUtf8String,
+  deliveryProblems, scenario, waitFor, within, yamlList, yamlMap, type RunningServer, JobNames, compete,
+  type CompetingWorker,
 } from './common.js';
 
 // jackd's CommonJS entry does `module.exports = JackdClient`, but its .d.ts only declares
@@ -76,13 +77,9 @@ describe.each(TARGETS)('jackd against $name', (target) => {
       const producer = await connect();
       const worker = await connect();
 
-      const idOf = new Map<string, string>();
-      const nameOf = new Map<string, string>();
-      const id = (name: string): string => {
-        const v = idOf.get(name);
-        if (v === undefined) throw new Error(`no id for ${name}`);
-        return v;
-      };
+      const names = new JobNames<string>();
+      const { idOf, nameOf } = names;
+      const id = (name: string): string => names.id(name);
       const jobStats = async (name: string) => yamlMap(await producer.statsJob(id(name)));
       const expectBody = (job: Job, name: string) =>
         expect(payload(job).equals(S.spec(name).body), `body of job ${name} intact`).toBe(true);
@@ -97,8 +94,7 @@ describe.each(TARGETS)('jackd against $name', (target) => {
         // strings, not Buffers: see the header comment
         const jobId = await producer.put(asUtf8String(j.body), { priority: j.pri, delay: j.delay, ttr: TTR });
         expect(jobId).toMatch(/^\d+$/);
-        idOf.set(j.name, jobId);
-        nameOf.set(jobId, j.name);
+        names.add(j.name, jobId);
       }
       expect(new Set(idOf.values()).size).toBe(S.jobs.length);
 
@@ -213,42 +209,27 @@ describe.each(TARGETS)('jackd against $name', (target) => {
       }
       await producer.use(tube);
 
-      const putIds: string[] = [];
-      const bodyOf = new Map<string, string>();
-      const got: string[][] = workers.map(() => []);
-      const gotBody = new Map<string, string>();
-      let producing = true;
-      const deadline = Date.now() + 10_000;
-      const total = () => got.reduce((n, ids) => n + ids.length, 0);
-
-      const work = async (w: JackdClient, mine: string[]) => {
-        while (Date.now() < deadline) {
-          let job: Job;
-          try {
-            job = await w.reserveWithTimeout(1);
-          } catch (e) {
-            if (!/^TIMED_OUT$/.test((e as Error).message)) throw e;
-            if (!producing && total() >= COMPETE_JOBS) return;
-            continue;
-          }
-          mine.push(job.id);
-          gotBody.set(job.id, payload(job).toString());
-          await sleep(2); // "work"
-          await w.delete(job.id);
-        }
-      };
-      const loops = workers.map((w, i) => work(w, got[i]!));
-      for (let i = 0; i < COMPETE_JOBS; i++) {
-        const body = `compete job #${i}`;
-        const jobId = await producer.put(body, { priority: i % 3, ttr: TTR });
-        bodyOf.set(jobId, body);
-        putIds.push(jobId);
-      }
-      producing = false;
-      await Promise.all(loops);
+      const { putIds, got, sent, received } = await compete(
+        async (i) => {
+          const body = `compete job #${i}`;
+          return { id: await producer.put(body, { priority: i % 3, ttr: TTR }), payload: body };
+        },
+        workers.map((w): CompetingWorker => ({
+          async reserve() {
+            try {
+              const job = await w.reserveWithTimeout(1);
+              return { id: job.id, payload: payload(job).toString() };
+            } catch (e) {
+              if (!/^TIMED_OUT$/.test((e as Error).message)) throw e;
+              return null;
+            }
+          },
+          delete: async (jobId) => { await w.delete(jobId); },
+        })),
+      );
 
       expect(deliveryProblems(putIds, got)).toEqual([]);
-      for (const jobId of putIds) expect(gotBody.get(jobId), `body of job ${jobId}`).toBe(bodyOf.get(jobId));
+      for (const jobId of putIds) expect(received.get(jobId), `body of job ${jobId}`).toBe(sent.get(jobId));
       for (const ids of got) expect(ids.length).toBeGreaterThan(0);
       expect(yamlMap(await producer.statsTube(tube))).toMatchObject({
         'total-jobs': COMPETE_JOBS, 'current-jobs-ready': 0, 'current-jobs-reserved': 0, 'cmd-delete': COMPETE_JOBS,

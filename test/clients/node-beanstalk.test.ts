@@ -20,8 +20,8 @@
 import { BeanstalkJobState, Client, type IClientRawReservedJob, type Serializer } from 'node-beanstalk';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BINARY_BODY, COMPETE_JOBS, DEFAULT_TUBE_JOB, HOST, RESERVE_ORDER, TARGETS, TTR,
-  deliveryProblems, scenario, sleep, waitFor, within, type RunningServer,
+  BINARY_BODY, COMPETE_JOBS, DEFAULT_TUBE_JOB, HOST, RESERVE_ORDER, TARGETS, TTR, deliveryProblems, scenario,
+  waitFor, within, type RunningServer, JobNames, compete, type CompetingWorker,
 } from './common.js';
 
 const S = scenario(BINARY_BODY);
@@ -59,13 +59,9 @@ describe.each(TARGETS)('node-beanstalk against $name', (target) => {
       const producer = await connect({ raw: true });
       const worker = await connect({ raw: true });
 
-      const idOf = new Map<string, number>();
-      const nameOf = new Map<number, string>();
-      const id = (name: string): number => {
-        const v = idOf.get(name);
-        if (v === undefined) throw new Error(`no id for ${name}`);
-        return v;
-      };
+      const names = new JobNames<number>();
+      const { idOf, nameOf } = names;
+      const id = (name: string): number => names.id(name);
       const jobStats = async (name: string) => {
         const st = await producer.statsJob(id(name));
         if (!st) throw new Error(`stats-job ${name}: NOT_FOUND`);
@@ -88,8 +84,7 @@ describe.each(TARGETS)('node-beanstalk against $name', (target) => {
         const put = await producer.put(j.body, TTR, j.pri, j.delay);
         expect(put.id).toBeGreaterThan(0);
         expect(put.state).toBe(j.delay > 0 ? BeanstalkJobState.delayed : BeanstalkJobState.ready);
-        idOf.set(j.name, put.id);
-        nameOf.set(put.id, j.name);
+        names.add(j.name, put.id);
       }
       expect(new Set(idOf.values()).size).toBe(S.jobs.length);
 
@@ -192,39 +187,24 @@ describe.each(TARGETS)('node-beanstalk against $name', (target) => {
       }
       await producer.use(tube);
 
-      const putIds: string[] = [];
-      const expected = new Map<string, unknown>();
-      const got: string[][] = workers.map(() => []);
-      const gotPayload = new Map<string, unknown>();
-      let producing = true;
-      const deadline = Date.now() + 10_000;
-      const total = () => got.reduce((n, ids) => n + ids.length, 0);
-
-      const work = async (w: Client, mine: string[]) => {
-        while (Date.now() < deadline) {
-          const job = await w.reserveWithTimeout(1);
-          if (!job) {
-            if (!producing && total() >= COMPETE_JOBS) return;
-            continue;
-          }
-          mine.push(String(job.id));
-          gotPayload.set(String(job.id), job.payload);
-          await sleep(2); // "work"
-          expect(await w.delete(job.id)).toBe(true);
-        }
-      };
-      const loops = workers.map((w, i) => work(w, got[i]!));
-      for (let i = 0; i < COMPETE_JOBS; i++) {
-        const payload = { n: i, text: `compete job #${i}`, tags: ['a', 'b'] };
-        const put = await producer.put(payload, TTR, i % 3, 0);
-        putIds.push(String(put.id));
-        expected.set(String(put.id), payload);
-      }
-      producing = false;
-      await Promise.all(loops);
+      const { putIds, got, sent, received } = await compete(
+        async (i) => {
+          const payload = { n: i, text: `compete job #${i}`, tags: ['a', 'b'] };
+          return { id: String((await producer.put(payload, TTR, i % 3, 0)).id), payload };
+        },
+        workers.map((w): CompetingWorker => ({
+          async reserve() {
+            const job = await w.reserveWithTimeout(1);
+            return job ? { id: String(job.id), payload: job.payload } : null;
+          },
+          async delete(jobId) {
+            expect(await w.delete(Number(jobId))).toBe(true);
+          },
+        })),
+      );
 
       expect(deliveryProblems(putIds, got)).toEqual([]);
-      for (const jobId of putIds) expect(gotPayload.get(jobId), `payload of job ${jobId}`).toEqual(expected.get(jobId));
+      for (const jobId of putIds) expect(received.get(jobId), `payload of job ${jobId}`).toEqual(sent.get(jobId));
       for (const ids of got) expect(ids.length).toBeGreaterThan(0);
       expect(await producer.statsTube(tube)).toMatchObject({
         'total-jobs': COMPETE_JOBS, 'current-jobs-ready': 0, 'current-jobs-reserved': 0, 'cmd-delete': COMPETE_JOBS,
