@@ -5,6 +5,7 @@
  * beanstalkd (proves the scenario itself is right) and redstalk (proves that
  * redstalk behaves like it). Servers are only started through the test helpers.
  */
+import { expect } from 'vitest';
 import { hasBeanstalkd, startBeanstalkd } from '../helpers/beanstalkd.js';
 
 export interface RunningServer { port: number; stop(): Promise<void>; }
@@ -156,6 +157,20 @@ export async function compete(put: (i: number) => Promise<Delivered>, workers: C
   producing = false;
   await Promise.all(loops);
   return { putIds, got, sent, received };
+}
+
+/** The end of the producer/worker scenario: the tube is empty again, and the server's totals add up. */
+export function expectScenarioEnd(tubeStats: unknown, stats: Record<string, unknown>, tube: string): void {
+  expect(tubeStats).toMatchObject({
+    name: tube, 'current-jobs-ready': 0, 'current-jobs-reserved': 0, 'current-jobs-delayed': 0,
+    'current-jobs-buried': 0, 'total-jobs': 6, 'cmd-delete': 6, 'current-watching': 1, 'current-using': 1,
+  });
+  expect(stats['total-jobs']).toBeGreaterThanOrEqual(7);
+  expect(stats['cmd-put']).toBeGreaterThanOrEqual(7);
+  expect(stats['current-connections']).toBeGreaterThanOrEqual(2);
+  expect(stats['current-producers']).toBeGreaterThanOrEqual(1);
+  expect(stats['current-workers']).toBeGreaterThanOrEqual(1);
+  expect(typeof stats.version).toBe('string');
 }
 
 /** Asserts every id was delivered exactly once across the workers; returns a description for failures. */

@@ -19,7 +19,7 @@ import fivebeans from 'fivebeans';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   BINARY_BODY, COMPETE_JOBS, DEFAULT_TUBE_JOB, HOST, RESERVE_ORDER, TARGETS, TTR, deliveryProblems, scenario,
-  waitFor, within, type RunningServer, JobNames,
+  waitFor, within, type RunningServer, JobNames, expectScenarioEnd,
 } from './common.js';
 
 type FiveBeansClient = InstanceType<typeof fivebeans.client>;
@@ -184,17 +184,8 @@ describe.each(TARGETS)('fivebeans against $name', (target) => {
       await call((cb) => producer.destroy(zId, cb)); // any connection may delete a ready job
 
       const [finalTube] = await call<[Record<string, unknown>]>((cb) => producer.stats_tube(tube, cb));
-      expect(finalTube).toMatchObject({
-        name: tube, 'current-jobs-ready': 0, 'current-jobs-reserved': 0, 'current-jobs-delayed': 0,
-        'current-jobs-buried': 0, 'total-jobs': 6, 'cmd-delete': 6, 'current-watching': 1, 'current-using': 1,
-      });
       const [s] = await call<[Record<string, unknown>]>((cb) => producer.stats(cb));
-      expect(s['total-jobs']).toBeGreaterThanOrEqual(7);
-      expect(s['cmd-put']).toBeGreaterThanOrEqual(7);
-      expect(s['current-connections']).toBeGreaterThanOrEqual(2);
-      expect(s['current-producers']).toBeGreaterThanOrEqual(1);
-      expect(s['current-workers']).toBeGreaterThanOrEqual(1);
-      expect(typeof s.version).toBe('string');
+      expectScenarioEnd(finalTube, s, tube);
     });
 
     it('two competing FiveBeansWorkers handle every job exactly once', async () => {
