@@ -160,7 +160,8 @@ export async function compete(put: (i: number) => Promise<Delivered>, workers: C
 }
 
 /** The end of the producer/worker scenario: the tube is empty again, and the server's totals add up. */
-export function expectScenarioEnd(tubeStats: unknown, stats: Record<string, unknown>, tube: string): void {
+export function expectScenarioEnd(tubeStats: unknown, serverStats: object, tube: string): void {
+  const stats = serverStats as Record<string, unknown>;
   expect(tubeStats).toMatchObject({
     name: tube, 'current-jobs-ready': 0, 'current-jobs-reserved': 0, 'current-jobs-delayed': 0,
     'current-jobs-buried': 0, 'total-jobs': 6, 'cmd-delete': 6, 'current-watching': 1, 'current-using': 1,
