@@ -8,4 +8,4 @@
 --- @include "common"
 local j = load_job(ARGV[1])
 if not j then return false end
-return j[F_TUBE]
+return tube_name(j)

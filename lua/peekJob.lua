@@ -7,8 +7,8 @@
   asked, or an empty array when absent.
 ]]
 --- @include "common"
-local j = load_job(ARGV[1])
+local j, body = load_job(ARGV[1])
 if not j then return {} end
 local r = job_reply(ARGV[1], j, now_ms())
-if ARGV[2] == '1' then r[#r + 1] = redis.call('HGET', K_BODIES, ARGV[1]) end
+if ARGV[2] == '1' then r[#r + 1] = body end
 return r

@@ -10,5 +10,6 @@
 local T = tube_keys(1)
 local first = redis.call('ZRANGE', T[ARGV[1]], 0, 0)
 if not first[1] then return {} end
-local id = unpad(first[1])
-return { id, redis.call('HGET', K_BODIES, id) }
+local id = member_id(first[1])
+local _, body = load_job(id)
+return { id, body }

@@ -9,19 +9,20 @@
 ]]
 --- @include "common"
 local n = tonumber(ARGV[3])
-local names, Ts, moved = {}, {}, {}
-for i = 1, n do names[i] = ARGV[3 + i]; Ts[i] = tube_keys(i); moved[i] = 0 end
+local Ts = tubes_from(4, n)
+local moved = {}
+for i = 1, n do moved[i] = 0 end
 local total = 0
 for a = 4 + n, #ARGV, 2 do
   local id, ti = ARGV[a], tonumber(ARGV[a + 1])
-  local j = load_job(id)
-  if j and j[F_STATE] == RESERVED and j[F_OWNER] == ARGV[2] then
-    leave_reserved(Ts[ti], id, j)
+  local j, body = load_reserved_by(id, ARGV[2])
+  if j then
+    leave_reserved(Ts[ti], id)
     enter_ready(Ts[ti], id, j)
-    save_job(id, j)
+    save_job(id, j, body)
     moved[ti] = moved[ti] + 1
     total = total + 1
   end
 end
-for i = 1, n do notify_ready(ARGV[1], names[i], moved[i]) end
+for i = 1, n do notify_ready(ARGV[1], Ts[i].name, moved[i]) end
 return total

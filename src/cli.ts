@@ -19,6 +19,7 @@ interface Flags {
   listen?: string; port?: number; maxJobSize?: number; redis?: string; prefix?: string;
   dataDir?: string; binlogDir?: string; fsyncMs?: number; neverFsync?: boolean; logSize?: number;
   user?: string; verbose: number; logLevel?: string;
+  batchOps?: number; batchBytes?: number; batchInflight?: number;
 }
 
 /** uid and gid of a user, as beanstalkd -u USER ("become user and group"). */
@@ -41,6 +42,9 @@ function loadConfig(flags: Flags): { config: Config; warnings: string[] } {
     fsync,
     user: flags.user ?? '',
     logLevel: level as Config['logLevel'],
+    batchOps: flags.batchOps ?? DEFAULTS.batchOps,
+    batchBytes: flags.batchBytes ?? DEFAULTS.batchBytes,
+    batchInFlight: flags.batchInflight ?? DEFAULTS.batchInFlight,
   });
   if (flags.logSize !== undefined) result.warnings.push('-s has no effect: Redis persistence replaces the binlog');
   if (flags.fsyncMs !== undefined && flags.fsyncMs > 0) {
@@ -83,6 +87,7 @@ async function serve(flags: Flags): Promise<void> {
     server = await createServer({
       host: config.listen, port: config.port, redisUrl, prefix: config.prefix,
       maxJobSize: config.maxJobSize, logLevel: config.logLevel,
+      batchOps: config.batchOps, batchBytes: config.batchBytes, batchInFlight: config.batchInFlight,
     });
     if (as) {
       // Like beanstalkd: bind first (maybe a privileged port), then drop privileges.
@@ -132,7 +137,10 @@ function addServeOptions(cmd: Command): Command {
     .option('--redis <url>', 'redis://host:port or redis-cluster://host:port,... (env REDSTALK_REDIS_URL); none: run an embedded redis-server')
     .option('--prefix <prefix>', `key prefix in Redis (env REDSTALK_PREFIX, default ${DEFAULTS.prefix})`)
     .option('--data-dir <dir>', 'data folder of the embedded redis-server (env REDSTALK_DATA_DIR, default ./redstalk-data)')
-    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env REDSTALK_LOG_LEVEL, default info)');
+    .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env REDSTALK_LOG_LEVEL, default info)')
+    .option('--batch-ops <n>', `most job commands per Redis call (default ${DEFAULTS.batchOps})`, integer)
+    .option('--batch-bytes <bytes>', `most job body bytes per Redis call (default ${DEFAULTS.batchBytes})`, integer)
+    .option('--batch-inflight <n>', `Redis calls of job commands in flight at once (default ${DEFAULTS.batchInFlight})`, integer);
 }
 
 const program = new Command('redstalk')

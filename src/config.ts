@@ -15,12 +15,16 @@ export interface Config {
   /** -u: become this user (and its group) once listening; empty: stay. */
   user: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Cross-connection batching caps (src/store/batcher.ts). */
+  batchOps: number;
+  batchBytes: number;
+  batchInFlight: number;
 }
 
 export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['listen', 'port', 'maxJobSize', 'redisUrl', 'prefix', 'dataDir', 'fsync', 'user', 'logLevel'],
+  required: ['listen', 'port', 'maxJobSize', 'redisUrl', 'prefix', 'dataDir', 'fsync', 'user', 'logLevel', 'batchOps', 'batchBytes', 'batchInFlight'],
   properties: {
     listen: { type: 'string', minLength: 1 },
     port: { type: 'integer', minimum: 0, maximum: 65535 },
@@ -31,6 +35,9 @@ export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
     fsync: { type: 'string', enum: ['always', 'everysec', 'no'] },
     user: { type: 'string' },
     logLevel: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    batchOps: { type: 'integer', minimum: 1, maximum: 100000 },
+    batchBytes: { type: 'integer', minimum: 1 },
+    batchInFlight: { type: 'integer', minimum: 1, maximum: 64 },
   },
 };
 

@@ -23,6 +23,10 @@ export const DEFAULTS = {
   heartbeatMs: 1000,
   redisTimeoutMs: 2000,
   logLevel: 'info',
+  // Chosen from `npm run bench` (bench/README.md): see there for the measurements.
+  batchOps: 512,
+  batchBytes: 1 << 20,
+  batchInFlight: 1,
 };
 
 export async function createServer(options: Partial<ServerOptions> & { redisUrl: string }): Promise<RedstalkServer> {

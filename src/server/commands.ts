@@ -1,9 +1,12 @@
 // The dispatcher: one handler per command, in protocol order, each reading
 // like the spec (beanstalkd prot.c dispatch_cmd). Handlers turn arguments
 // into a store call and a reply; a handler that returns a promise holds its
-// connection until it has answered.
+// connection until it has answered. Job commands (put, delete, release,
+// bury, touch) instead hand an op to the cross-connection batch
+// (store/batcher.ts); their replies are made by the completions below.
 import os from 'node:os';
 import type { ParsedCommand } from '../protocol/parser.js';
+import type { BatchOp, BatchResult, OpCode } from '../store/batcher.js';
 import { jobReply, line, okReply, REPLY } from '../protocol/replies.js';
 import { COMMAND_COUNTERS, COMMANDS, isValidName } from '../protocol/spec.js';
 import { yamlDict, yamlList, type StatValue } from '../protocol/yaml.js';
@@ -43,26 +46,20 @@ const HANDLERS: Record<string, Handler> = {
   },
   reserve: (c) => c.sidecar.waiters.wait(c, null),
 
-  async delete(c, [id]) {
-    const tube = await tubeOf(c, id as string);
-    if (tube === null || !(await c.sidecar.store.delete(c.owner, id as string, tube))) return c.send(REPLY.NOT_FOUND);
-    c.reserved.delete(id as string);
-    c.send(REPLY.DELETED);
+  delete(c, [id]) {
+    const r = c.reserved.get(id as string);
+    if (r) return c.submit(jobOp('d', c, deleted, id as string, r.tube));
+    return deleteAnywhere(c, id as string);
   },
-  async release(c, [id, pri, delay]) {
+  release(c, [id, pri, delay]) {
     const r = c.reserved.get(id as string);
     if (!r) return c.send(REPLY.NOT_FOUND);
-    const ok = await c.sidecar.store.release(c.owner, id as string, r.tube, pri as number, delay as number);
-    c.reserved.delete(id as string);
-    if (ok && (delay as number) > 0) c.sidecar.armPromote((delay as number) * 1000);
-    c.send(ok ? REPLY.RELEASED : REPLY.NOT_FOUND);
+    c.submit(jobOp('r', c, released, id as string, r.tube, pri as number, delay as number));
   },
-  async bury(c, [id, pri]) {
+  bury(c, [id, pri]) {
     const r = c.reserved.get(id as string);
     if (!r) return c.send(REPLY.NOT_FOUND);
-    const ok = await c.sidecar.store.bury(c.owner, id as string, r.tube, pri as number);
-    c.reserved.delete(id as string);
-    c.send(ok ? REPLY.BURIED : REPLY.NOT_FOUND);
+    c.submit(jobOp('b', c, buried, id as string, r.tube, pri as number));
   },
   async kick(c, [bound]) {
     const n = await c.sidecar.store.kick(c.used, bound as number);
@@ -73,16 +70,10 @@ const HANDLERS: Record<string, Handler> = {
     const ok = tube !== null && (await c.sidecar.store.kickJob(id as string, tube));
     c.send(ok ? REPLY.KICKED : REPLY.NOT_FOUND);
   },
-  async touch(c, [id]) {
+  touch(c, [id]) {
     const r = c.reserved.get(id as string);
     if (!r) return c.send(REPLY.NOT_FOUND);
-    const ttr = await c.sidecar.store.touch(c.owner, id as string, r.tube);
-    if (ttr === 0) {
-      c.reserved.delete(id as string);
-      return c.send(REPLY.NOT_FOUND);
-    }
-    r.deadline = Date.now() + ttr * 1000;
-    c.send(REPLY.TOUCHED);
+    c.submit(jobOp('t', c, touched, id as string, r.tube));
   },
 
   async 'stats-job'(c, [id]) {
@@ -165,21 +156,85 @@ export function dispatch(c: Connection, cmd: ParsedCommand): Promise<void> | voi
   return HANDLERS[spec.name]!(c, cmd.args, cmd);
 }
 
+/**
+ * Whether a command may run while the connection's batched commands are in
+ * flight: only one that goes into the batch itself (its reply then follows
+ * theirs). Others wait, to see their effects and to answer after them.
+ */
+export function joinsBatch(c: Connection, cmd: ParsedCommand): boolean {
+  switch (cmd.spec.name) {
+    case 'put': return !cmd.trailing && (cmd.args[3] as number) <= c.sidecar.options.maxJobSize;
+    case 'delete': case 'release': case 'bury': case 'touch': return c.reserved.has(cmd.args[0] as string);
+    default: return false;
+  }
+}
+
 /** The body of a put arrived (bytes + 2, the 2 should be CRLF). */
-export async function finishPut(c: Connection, put: PendingPut, chunk: Buffer): Promise<void> {
-  const { store } = c.sidecar;
+export function finishPut(c: Connection, put: PendingPut, chunk: Buffer): void {
   // Like beanstalkd, a put that fails here has already used up a job id.
-  if (chunk[put.bytes] !== 13 || chunk[put.bytes + 1] !== 10) {
-    await store.allocateId();
-    return c.send(REPLY.EXPECTED_CRLF);
+  if (chunk[put.bytes] !== 13 || chunk[put.bytes + 1] !== 10) return c.submit(jobOp('i', c, expectedCrlf, ''));
+  if (c.sidecar.draining) return c.submit(jobOp('i', c, refusedDraining, ''));
+  c.submit(jobOp('p', c, inserted, '', c.used, put.pri, put.delay, put.ttr, chunk.subarray(0, put.bytes)));
+}
+
+type JobOp = BatchOp<Connection>;
+
+function jobOp(code: OpCode, c: Connection, done: JobOp['done'], id: string, tube = '', pri = 0, delay = 0, ttr = 0, body: Buffer | null = null): JobOp {
+  return { code, owner: c.owner, id, tube, tubes: NO_TUBES, pri, delay, ttr, body, ctx: c, done };
+}
+
+const NO_TUBES: readonly string[] = [];
+
+/** A batched command's completion: the reply for its result, or the error reply; then the connection goes on. */
+function completion(reply: (c: Connection, op: JobOp, result: BatchResult) => Buffer): JobOp['done'] {
+  return (op, result, err) => {
+    const c = op.ctx;
+    if (err) c.commandFailed(err);
+    else c.send(reply(c, op, result));
+    c.settled();
+  };
+}
+
+const inserted = completion((c, op, id) => {
+  if (op.delay > 0) c.sidecar.armPromote(op.delay * 1000);
+  return line(`INSERTED ${id as string}`);
+});
+const expectedCrlf = completion(() => REPLY.EXPECTED_CRLF);
+const refusedDraining = completion(() => REPLY.DRAINING);
+
+const deleted = completion((c, op, ok) => {
+  if (ok !== 1) return REPLY.NOT_FOUND;
+  c.reserved.delete(op.id);
+  return REPLY.DELETED;
+});
+
+const released = completion((c, op, ok) => {
+  c.reserved.delete(op.id);
+  if (ok !== 1) return REPLY.NOT_FOUND;
+  if (op.delay > 0) c.sidecar.armPromote(op.delay * 1000);
+  return REPLY.RELEASED;
+});
+
+const buried = completion((c, op, ok) => {
+  c.reserved.delete(op.id);
+  return ok === 1 ? REPLY.BURIED : REPLY.NOT_FOUND;
+});
+
+const touched = completion((c, op, ttr) => {
+  const r = c.reserved.get(op.id);
+  if (ttr === 0 || !r) {
+    c.reserved.delete(op.id);
+    return REPLY.NOT_FOUND;
   }
-  if (c.sidecar.draining) {
-    await store.allocateId();
-    return c.send(REPLY.DRAINING);
-  }
-  const id = await store.put(c.used, put.pri, put.delay, put.ttr, chunk.subarray(0, put.bytes));
-  if (put.delay > 0) c.sidecar.armPromote(put.delay * 1000);
-  c.send(line(`INSERTED ${id}`));
+  r.deadline = Date.now() + (ttr as number) * 1000;
+  return REPLY.TOUCHED;
+});
+
+/** delete of a job this connection does not hold: find its tube first (a job never changes tube). */
+async function deleteAnywhere(c: Connection, id: string): Promise<void> {
+  const tube = await c.sidecar.store.jobTube(id);
+  if (tube === null) return c.send(REPLY.NOT_FOUND);
+  c.submit(jobOp('d', c, deleted, id, tube));
 }
 
 /** Runs fn after p, or at once when there is nothing to wait for. */

@@ -1,14 +1,19 @@
-// One client connection: framing (command lines, bodies, skipping), strict
-// one-command-at-a-time execution in arrival order, replies coalesced into
-// one socket write per tick, and bounded buffering (beanstalkd's conn.c).
+// One client connection: framing (command lines, bodies, skipping),
+// execution in arrival order, replies coalesced into one socket write per
+// tick, and bounded buffering (beanstalkd's conn.c). Job commands (put,
+// delete, release, bury, touch) go into the cross-connection batch without
+// waiting for the ones before them, so a pipelining client fills a batch;
+// anything else waits until they are answered, so it sees their effects and
+// every reply leaves in command order.
 import type net from 'node:net';
 import { LIMITS } from '../protocol/spec.js';
 import { ParseError, parseCommand } from '../protocol/parser.js';
 import { jobReply, REPLY } from '../protocol/replies.js';
-import type { ReservedJob } from '../store/store.js';
+import type { BatchOp, ReservedJob } from '../store/batcher.js';
 import { ByteQueue } from './byte-queue.js';
 import type { Sidecar } from './sidecar.js';
-import { dispatch, finishPut, type PendingPut } from './commands.js';
+import { dispatch, finishPut, joinsBatch, type PendingPut } from './commands.js';
+import type { ParsedCommand } from '../protocol/parser.js';
 import type { Waiter } from './waiters.js';
 
 const CR = 13;
@@ -40,6 +45,10 @@ export class Connection {
   private put: PendingPut | null = null;
   private busy = false;
   private corked = false;
+  /** Batched commands of this connection not answered yet. */
+  private inFlight = 0;
+  /** What waits for them: a command that does not join the batch, or a reply. */
+  private held: ParsedCommand | Buffer | null = null;
 
   constructor(readonly id: number, readonly socket: net.Socket, readonly sidecar: Sidecar) {
     this.owner = `${sidecar.nodeId}:${id}`;
@@ -77,12 +86,12 @@ export class Connection {
   /** Runs commands while input is complete and nothing is in flight. */
   pump(): void {
     let needInput = false;
-    while (!this.busy && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT) {
+    while (!this.busy && this.held === null && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT) {
       if (!this.step()) { needInput = true; break; }
     }
     if (this.closed) return;
     // EOF: every complete command has been answered; a partial one is dropped.
-    if (this.eof && needInput) { this.close(); return; }
+    if (this.eof && needInput && this.inFlight === 0) { this.close(); return; }
     const full = this.input.length >= MAX_BUFFERED_INPUT + (this.mode === Mode.Body ? this.need : 0);
     if (full || this.socket.writableLength >= MAX_BUFFERED_OUTPUT) this.socket.pause();
     else this.socket.resume();
@@ -109,7 +118,7 @@ export class Connection {
         if (len > 0) {
           this.input.skip(len);
           this.mode = Mode.Command;
-          this.send(REPLY.BAD_FORMAT);
+          this.answer(REPLY.BAD_FORMAT);
           return true;
         }
         if (len === 0) return false;
@@ -120,7 +129,7 @@ export class Connection {
         this.need -= this.input.skip(this.need);
         if (this.need > 0) return false;
         this.mode = Mode.Command;
-        this.send(REPLY.JOB_TOO_BIG);
+        this.answer(REPLY.JOB_TOO_BIG);
         return true;
       }
       case Mode.Body: {
@@ -129,7 +138,7 @@ export class Connection {
         const put = this.put!;
         this.put = null;
         this.mode = Mode.Command;
-        this.track(finishPut(this, put, chunk));
+        finishPut(this, put, chunk);
         return true;
       }
     }
@@ -150,9 +159,32 @@ export class Connection {
 
   private execute(line: string): void {
     const cmd = parseCommand(line);
-    if (cmd === ParseError.BadFormat) return this.send(REPLY.BAD_FORMAT);
-    if (cmd === ParseError.UnknownCommand) return this.send(REPLY.UNKNOWN_COMMAND);
+    if (cmd === ParseError.BadFormat) return this.answer(REPLY.BAD_FORMAT);
+    if (cmd === ParseError.UnknownCommand) return this.answer(REPLY.UNKNOWN_COMMAND);
+    if (this.inFlight > 0 && !joinsBatch(this, cmd)) { this.held = cmd; return; }
     this.track(dispatch(this, cmd));
+  }
+
+  /** A reply that needs no Redis: now, or after the batched commands before it. */
+  private answer(b: Buffer): void {
+    if (this.inFlight > 0) this.held = b;
+    else this.send(b);
+  }
+
+  /** Hands a job command to the cross-connection batch; its completion answers. */
+  submit(op: BatchOp<Connection>): void {
+    this.inFlight++;
+    this.sidecar.batcher.add(op);
+  }
+
+  /** A batched command was answered; once all are, what waited runs. */
+  settled(): void {
+    if (--this.inFlight > 0 || this.held === null) return;
+    const held = this.held;
+    this.held = null;
+    if (Buffer.isBuffer(held)) this.send(held);
+    else this.track(dispatch(this, held));
+    this.pump();
   }
 
   /** Puts the connection into body mode after a valid put line. */
@@ -181,10 +213,15 @@ export class Connection {
   };
 
   private readonly failed = (err: unknown): void => {
-    this.sidecar.log.error({ err, conn: this.id }, 'command failed');
-    this.send(isOutOfMemory(err) ? REPLY.OUT_OF_MEMORY : REPLY.INTERNAL_ERROR);
+    this.commandFailed(err);
     this.done();
   };
+
+  /** A command's Redis call failed: the protocol's error reply, and a log line. */
+  commandFailed(err: unknown): void {
+    this.sidecar.log.error({ err, conn: this.id }, 'command failed');
+    this.send(isOutOfMemory(err) ? REPLY.OUT_OF_MEMORY : REPLY.INTERNAL_ERROR);
+  }
 
   private onEnd(): void {
     this.eof = true;

@@ -7,7 +7,8 @@ import net from 'node:net';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import { Keys } from '../store/keys.js';
-import { Store, type ReservedJob } from '../store/store.js';
+import { Batcher, type ReservedJob } from '../store/batcher.js';
+import { Store } from '../store/store.js';
 import { unhandledCommands } from './commands.js';
 import { Connection } from './connection.js';
 import { Counters } from './counters.js';
@@ -23,6 +24,10 @@ export interface SidecarOptions {
   heartbeatMs: number;
   /** Upper bound for any Redis command, so a dead Redis answers INTERNAL_ERROR quickly. */
   redisTimeoutMs: number;
+  /** Cross-connection batching caps (src/store/batcher.ts). */
+  batchOps: number;
+  batchBytes: number;
+  batchInFlight: number;
 }
 
 /** Longest sleep of the promotion timer: how late a dead sidecar's expired reservations are noticed. */
@@ -68,6 +73,7 @@ export class Sidecar {
   readonly keys: Keys;
   readonly redis: Redis | Cluster;
   readonly store: Store;
+  readonly batcher: Batcher;
   draining = false;
   port = 0;
 
@@ -101,6 +107,11 @@ export class Sidecar {
     this.subscriber = connectRedis(options.redisUrl, { lazyConnect: true, retryStrategy: redisOptions.retryStrategy });
     this.subscriber.on('error', (err) => this.log.warn({ err }, 'redis subscriber error'));
     this.store = new Store(this.redis, this.keys);
+    this.batcher = new Batcher(
+      (ops) => this.store.applyBatch(ops),
+      { maxOps: options.batchOps, maxBytes: options.batchBytes, maxInFlight: options.batchInFlight },
+      (err) => this.log.error({ err }, 'batched command completion failed (bug)'),
+    );
     this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
     this.server.on('error', (err) => this.log.error({ err }, 'listener error'));
   }
@@ -318,6 +329,7 @@ export class Sidecar {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const c of [...this.connections]) c.close();
     for (const t of [this.promoteTimer, this.heartbeatTimer, this.snapshotTimer]) if (t) clearTimeout(t);
+    while (this.batcher.pending > 0) await new Promise((resolve) => setTimeout(resolve, 5));
     while (this.pending.size > 0) await Promise.all([...this.pending]);
     try {
       for (const t of this.counters.tubes.keys()) await this.store.refTube(t, this.nodeId, 'drop');

@@ -2,9 +2,11 @@
 // while idle: a script that makes jobs ready PUBLISHes "<count> <tube>" and
 // every sidecar lets up to <count> of its waiters on that tube try a reserve.
 // A reserve that finds nothing may name when a delay or pause ends; the
-// waiter retries then. Timeouts and DEADLINE_SOON are local timers.
+// waiter retries then. Timeouts and DEADLINE_SOON are local timers. Reserve
+// attempts go into the cross-connection batch in FIFO order, so the waiter
+// that came first gets the most urgent job.
 import { REPLY } from '../protocol/replies.js';
-import type { ReservedJob, ReserveResult } from '../store/store.js';
+import type { BatchOp, BatchResult, ReservedJob } from '../store/batcher.js';
 import type { Connection } from './connection.js';
 import type { Sidecar } from './sidecar.js';
 
@@ -102,20 +104,22 @@ export class Waiters {
   private attempt(w: Waiter): void {
     w.attempting = true;
     w.again = false;
-    this.sidecar.store.reserve(w.conn.owner, w.tubes).then(
-      (r) => this.attempted(w, r),
-      (err: unknown) => {
-        w.attempting = false;
-        if (w.done) return;
-        this.sidecar.log.error({ err, conn: w.conn.id }, 'reserve failed');
-        this.reply(w, REPLY.INTERNAL_ERROR);
-      },
-    );
+    const { conn } = w;
+    this.sidecar.batcher.add<Waiter>({
+      code: 'v', owner: conn.owner, id: '', tube: '', tubes: w.tubes, pri: 0, delay: 0, ttr: 0, body: null, ctx: w, done: this.attempted,
+    });
   }
 
-  private attempted(w: Waiter, r: ReserveResult): void {
+  private readonly attempted = (op: BatchOp<Waiter>, r: BatchResult, err: Error | null): void => {
+    const w = op.ctx;
     w.attempting = false;
-    if ('id' in r) {
+    if (err) {
+      if (w.done) return;
+      w.conn.commandFailed(err);
+      this.finish(w);
+      return;
+    }
+    if (typeof r === 'object') {
       if (w.done) this.sidecar.giveBack(w.conn.owner, r);
       else this.deliver(w, r);
       this.onReady(r.tube, 1); // there may be more: let the next waiter look
@@ -124,8 +128,8 @@ export class Waiters {
     if (w.done) return;
     if (w.again) { this.attempt(w); return; }
     if (w.outcome) { this.reply(w, OUTCOME_REPLY[w.outcome]); return; }
-    if (r.wakeInMs >= 0) this.at(w, r.wakeInMs + 2, null);
-  }
+    if ((r as number) >= 0) this.at(w, (r as number) + 2, null);
+  };
 
   private deliver(w: Waiter, job: ReservedJob): void {
     w.conn.reserve(job);

@@ -12,20 +12,33 @@ export class Keys {
   readonly events: string;
   readonly tubes: string;
   readonly nodes: string;
+  /** All tubes' delayed jobs and reservations, by due time (the promotion timer reads them). */
+  readonly delayed: string;
+  readonly reserved: string;
 
   constructor(readonly prefix: string, readonly shard = 0, readonly shards = 1) {
     this.tag = `{${prefix}:${shard}}`;
     const t = this.tag;
     this.tubes = `${t}:tubes`;
     this.nodes = `${t}:nodes`;
-    this.globals = [`${t}:jobs`, `${t}:bodies`, `${t}:delayed`, `${t}:reserved`, `${t}:stats`, this.tubes, this.nodes, `${t}:seq`];
+    this.globals = [`${t}:jobs`, `${t}:tube-names`, `${t}:delayed`, `${t}:reserved`, `${t}:stats`, this.tubes, this.nodes, `${t}:seq`];
     this.events = `${t}:events`;
+    this.delayed = this.globals[2]!;
+    this.reserved = this.globals[3]!;
   }
 
-  /** The 5 keys of a tube, in the order scripts expect them. */
-  tube(name: string): string[] {
+  private tubeKeys = new Map<string, readonly string[]>();
+
+  /** The 5 keys of a tube, in the order scripts expect them (cached: every batch needs them). */
+  tube(name: string): readonly string[] {
+    let keys = this.tubeKeys.get(name);
+    if (keys) return keys;
+    // Tube names come from clients: bound the cache rather than let it grow.
+    if (this.tubeKeys.size >= MAX_CACHED_TUBES) this.tubeKeys = new Map();
     const base = `${this.tag}:tube:${name}`;
-    return [base, `${base}:ready`, `${base}:delayed`, `${base}:buried`, `${base}:refs`];
+    keys = [base, `${base}:ready`, `${base}:delayed`, `${base}:buried`, `${base}:refs`];
+    this.tubeKeys.set(name, keys);
+    return keys;
   }
 
   /** A sidecar's counters snapshot (see lua/heartbeat.lua). */
@@ -34,5 +47,13 @@ export class Keys {
   }
 }
 
-/** Tube names a global due/reserved member ends with (pad(id) .. tube). */
-export const ID_WIDTH = 16;
+const MAX_CACHED_TUBES = 10_000;
+
+/**
+ * The tube a member of the global delayed/reserved zsets names: members are
+ * the id's digit count as one character, the id, then the tube name
+ * (lua/includes/common.lua member()).
+ */
+export function memberTube(member: string): string {
+  return member.slice(1 + member.charCodeAt(0) - 48);
+}

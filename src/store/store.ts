@@ -3,13 +3,11 @@
 // the connection layer never sees Redis. Reads that need no atomicity use
 // plain commands.
 import type { Cluster, Redis } from 'ioredis';
-import { ID_WIDTH, Keys } from './keys.js';
+import type { BatchOp, BatchResult, ReservedJob } from './batcher.js';
+import { Keys, memberTube } from './keys.js';
 import { defineScripts, loadScripts, scriptMethod } from './scripts.js';
 
-export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
-
-/** A reserve that found nothing says when something may become reservable (ms, or -1). */
-export type ReserveResult = ReservedJob | { wakeInMs: number };
+export type { ReservedJob };
 
 export interface JobStats {
   id: string; tube: string; state: 'ready' | 'delayed' | 'reserved' | 'buried';
@@ -59,19 +57,42 @@ export class Store {
     return this.scripts.get(buffers ? `${name}Buffer` : name)!(keys.length, ...keys, ...args);
   }
 
-  async put(tube: string, pri: number, delay: number, ttr: number, body: Buffer): Promise<string> {
-    const ids = (await this.run('put', [tube], [this.keys.events, this.keys.shards, this.keys.shard, 1, tube, 1, pri, delay, ttr, body])) as string[];
-    return ids[0]!;
-  }
-
-  async allocateId(): Promise<string> {
-    return (await this.run('allocateId', [], [this.keys.shards, this.keys.shard])) as string;
-  }
-
-  async reserve(owner: string, tubes: readonly string[]): Promise<ReserveResult> {
-    const r = (await this.run('reserve', tubes, [owner, ...tubes], true)) as unknown[];
-    if (r[0] === 0) return { wakeInMs: r[1] as number };
-    return { id: str(r[1]), tube: str(r[4]), ttr: r[2] as number, body: r[3] as Buffer };
+  /** One lua/batch.lua call for ops from any connections; one result per op, in order. */
+  async applyBatch(ops: readonly BatchOp[]): Promise<BatchResult[]> {
+    const tubes: string[] = [];
+    const index = new Map<string, number>();
+    const tubeIndex = (name: string): number => {
+      let i = index.get(name);
+      if (i === undefined) {
+        tubes.push(name);
+        i = tubes.length;
+        index.set(name, i);
+      }
+      return i;
+    };
+    const fields: Array<string | number | Buffer> = [];
+    for (const op of ops) {
+      switch (op.code) {
+        case 'p': fields.push('p', tubeIndex(op.tube), op.pri, op.delay, op.ttr, op.body!); break;
+        case 'i': fields.push('i'); break;
+        case 'd': case 't': fields.push(op.code, op.owner, op.id, tubeIndex(op.tube)); break;
+        case 'r': fields.push('r', op.owner, op.id, tubeIndex(op.tube), op.pri, op.delay); break;
+        case 'b': fields.push('b', op.owner, op.id, tubeIndex(op.tube), op.pri); break;
+        case 'v':
+          fields.push('v', op.owner, op.tubes.length);
+          for (const t of op.tubes) fields.push(tubeIndex(t));
+          break;
+      }
+    }
+    const head: Array<string | number | Buffer> = [this.keys.events, this.keys.shards, this.keys.shard, tubes.length, ...tubes];
+    const raw = (await this.run('batch', tubes, head.concat(fields), true)) as unknown[];
+    const results: BatchResult[] = new Array(ops.length);
+    for (let i = 0; i < ops.length; i++) {
+      const r = raw[i];
+      if (Array.isArray(r)) results[i] = { id: str(r[0]), ttr: r[1] as number, body: r[2] as Buffer, tube: tubes[(r[3] as number) - 1]! };
+      else results[i] = typeof r === 'number' ? r : str(r);
+    }
+    return results;
   }
 
   /** The tube of a job, or null when it does not exist. */
@@ -81,26 +102,9 @@ export class Store {
   }
 
   async reserveJob(owner: string, id: string, tube: string): Promise<ReservedJob | null> {
-    const r = (await this.run('reserveJob', [tube], [owner, id], true)) as unknown[];
+    const r = (await this.run('reserveJob', [tube], [owner, id, tube], true)) as unknown[];
     if (r[0] === 0) return null;
     return { id, tube, ttr: r[2] as number, body: r[3] as Buffer };
-  }
-
-  async delete(owner: string, id: string, tube: string): Promise<boolean> {
-    return (await this.run('delete', [tube], [owner, id, tube])) === 1;
-  }
-
-  async release(owner: string, id: string, tube: string, pri: number, delay: number): Promise<boolean> {
-    return (await this.run('release', [tube], [this.keys.events, owner, id, pri, delay])) === 1;
-  }
-
-  async bury(owner: string, id: string, tube: string, pri: number): Promise<boolean> {
-    return (await this.run('bury', [tube], [owner, id, pri])) === 1;
-  }
-
-  /** The job's ttr in seconds when touched, 0 when not reserved by owner. */
-  async touch(owner: string, id: string, tube: string): Promise<number> {
-    return (await this.run('touch', [tube], [owner, id])) as number;
   }
 
   /** kick in chunks so one huge bound never blocks Redis for long. */
@@ -109,7 +113,7 @@ export class Store {
     let mode = '';
     while (kicked < bound) {
       const step = Math.min(chunk, bound - kicked);
-      const [n, used] = (await this.run('kick', [tube], [this.keys.events, tube, step, mode])) as [number, string];
+      const [n, used] = (await this.run('kick', [tube], [this.keys.events, step, mode, tube])) as [number, string];
       kicked += n;
       mode = used;
       if (n < step) break;
@@ -118,7 +122,7 @@ export class Store {
   }
 
   async kickJob(id: string, tube: string): Promise<boolean> {
-    return (await this.run('kickJob', [tube], [this.keys.events, id])) === 1;
+    return (await this.run('kickJob', [tube], [this.keys.events, id, tube])) === 1;
   }
 
   /** A closed connection's reservations go back to ready. */
@@ -179,12 +183,12 @@ export class Store {
   }
 
   async pauseTube(tube: string, delay: number): Promise<boolean> {
-    return (await this.run('pauseTube', [tube], [this.keys.events, tube, delay])) === 1;
+    return (await this.run('pauseTube', [tube], [this.keys.events, delay, tube])) === 1;
   }
 
   /** delta +1 / -1, or 'drop' for all of a (dead) sidecar's references. */
   async refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void> {
-    await this.run('refTube', [tube], [tube, node, delta]);
+    await this.run('refTube', [tube], [node, delta, tube]);
   }
 
   /** Renews a sidecar's lease; true when it had none (first beat, or it lapsed). */
@@ -230,11 +234,11 @@ export class Store {
     const dueBy = Date.now() + this.clockOffset + 50;
     const [[, time], [, delayed], [, reserved]] = (await this.redis.multi()
       .time()
-      .zrangebyscore(this.keys.globals[2]!, '-inf', dueBy, 'LIMIT', 0, limit)
-      .zrangebyscore(this.keys.globals[3]!, '-inf', dueBy, 'LIMIT', 0, limit)
+      .zrangebyscore(this.keys.delayed, '-inf', dueBy, 'LIMIT', 0, limit)
+      .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit)
       .exec()) as [[null, [string, string]], [null, string[]], [null, string[]]];
     this.clockOffset = redisMs(time) - Date.now();
-    const names = [...new Set([...delayed, ...reserved].map((member) => member.slice(ID_WIDTH)))];
+    const names = [...new Set([...delayed, ...reserved].map(memberTube))];
     const [moved, nextDueMs] = (await this.run('promote', names, [this.keys.events, limit, ...names])) as [number, number];
     return { moved, nextDueMs };
   }

@@ -1,0 +1,123 @@
+// Cross-connection batching: job commands from every connection go into one
+// queue; whenever fewer than `maxInFlight` batch calls are out, everything
+// queued (up to the size caps) goes to Redis as ONE script call
+// (lua/batch.lua). Under load, batches form by themselves from what arrives
+// during a round trip; a lone command on an idle sidecar is sent at the end
+// of the current event-loop turn, with no timer. Ops settle in the order
+// they were added, so each connection's replies come back in its order.
+
+/** lua/batch.lua op codes. */
+export type OpCode = 'p' | 'i' | 'd' | 'r' | 'b' | 't' | 'v';
+
+export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
+
+/**
+ * put / use-up-id: the id; delete, release, bury: 1 or 0; touch: the ttr or 0;
+ * reserve: the job, or ms until something may become reservable (-1: nothing known).
+ */
+export type BatchResult = string | number | ReservedJob;
+
+export interface BatchOp<C = unknown> {
+  code: OpCode;
+  /** Who reserves / holds the job (sidecar:connection). */
+  owner: string;
+  id: string;
+  /** put, delete, release, bury, touch: the job's tube. */
+  tube: string;
+  /** reserve: the watched tubes. */
+  tubes: readonly string[];
+  pri: number;
+  delay: number;
+  ttr: number;
+  body: Buffer | null;
+  ctx: C;
+  /** Called once per op, in the order ops were added: with the result, or the error of the whole call. */
+  done: (op: BatchOp<C>, result: BatchResult, err: Error | null) => void;
+}
+
+export interface BatchLimits {
+  /** Most ops per script call: bounds how long one call holds Redis. */
+  maxOps: number;
+  /** Most body bytes per call (a bigger single job still goes, alone). */
+  maxBytes: number;
+  /** Calls out at once: 1 alternates sidecar and Redis; 2 overlaps them. */
+  maxInFlight: number;
+}
+
+export type ApplyBatch = (ops: readonly BatchOp[]) => Promise<BatchResult[]>;
+
+export class Batcher {
+  private queue: BatchOp[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  /** Calls made and ops sent, for stats and tests. */
+  calls = 0;
+  ops = 0;
+
+  constructor(
+    private readonly apply: ApplyBatch,
+    readonly limits: BatchLimits,
+    /** Where an op's completion that threw is reported (it must not keep the others from theirs). */
+    private readonly report: (err: unknown) => void,
+  ) {}
+
+  add<C>(op: BatchOp<C>): void {
+    this.queue.push(op as BatchOp);
+    if (!this.scheduled && this.inFlight < this.limits.maxInFlight) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  /** Ops queued or in flight (a graceful stop waits for none). */
+  get pending(): number {
+    return this.queue.length + this.inFlight;
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    while (this.queue.length > 0 && this.inFlight < this.limits.maxInFlight) this.send(this.take());
+  };
+
+  private take(): BatchOp[] {
+    const { maxOps, maxBytes } = this.limits;
+    let n = 0;
+    let bytes = 0;
+    for (const op of this.queue) {
+      const size = op.body ? op.body.length : 0;
+      if (n === maxOps || (n > 0 && bytes + size > maxBytes)) break;
+      bytes += size;
+      n++;
+    }
+    if (n === this.queue.length) {
+      const all = this.queue;
+      this.queue = [];
+      return all;
+    }
+    return this.queue.splice(0, n);
+  }
+
+  private send(batch: BatchOp[]): void {
+    this.inFlight++;
+    this.calls++;
+    this.ops += batch.length;
+    this.apply(batch).then(
+      (results) => this.settle(batch, results, null),
+      (err: unknown) => this.settle(batch, null, err instanceof Error ? err : new Error(String(err))),
+    );
+  }
+
+  private settle(batch: BatchOp[], results: BatchResult[] | null, err: Error | null): void {
+    this.inFlight--;
+    for (let i = 0; i < batch.length; i++) {
+      const op = batch[i]!;
+      try {
+        op.done(op, results ? results[i]! : 0, err);
+      } catch (e) {
+        this.report(e);
+      }
+    }
+    // What arrived during the round trip (and what the completions just added) goes now.
+    this.flush();
+  }
+}
