@@ -1,0 +1,122 @@
+// Cross-connection batching against a real Redis: batches form under load,
+// each connection's replies keep its command order, a reply leaves only once
+// Redis applied the command, and a failed call answers all of its commands
+// with INTERNAL_ERROR without losing anything acknowledged.
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { sidecarPerTest } from '../helpers/fixtures.js';
+import type { Wire } from '../helpers/wire.js';
+
+const ctx = sidecarPerTest();
+const batcher = () => ctx.sidecar.server.sidecar.batcher;
+
+/** Reads n replies (a RESERVED/FOUND line brings its body with it). */
+async function replies(w: Wire, n: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await w.reply();
+    out.push(r.body ? `${r.line}\n${r.body.toString()}` : r.line);
+  }
+  return out;
+}
+
+describe('batching', () => {
+  it('sends a lone command in a call of its own', async () => {
+    const a = await ctx.dial();
+    const before = batcher().calls;
+    expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
+    expect(batcher().calls - before).toBe(1);
+  });
+
+  it('combines commands of many connections, and of one pipelining connection, into few calls', async () => {
+    const conns = await Promise.all(Array.from({ length: 20 }, () => ctx.dial()));
+    const { calls, ops } = batcher();
+    const put = 'put 0 0 60 3\r\nabc\r\n';
+    for (const c of conns) c.send(put.repeat(25));
+    const ids = new Set<string>();
+    for (const c of conns) {
+      for (const line of await replies(c, 25)) {
+        expect(line).toMatch(/^INSERTED \d+$/);
+        ids.add(line);
+      }
+    }
+    expect(ids.size).toBe(500);
+    expect(batcher().ops - ops).toBe(500);
+    expect(batcher().calls - calls).toBeLessThan(100);
+  });
+
+  it('keeps each connection\'s replies in command order across batched and other commands', async () => {
+    const a = await ctx.dial();
+    for (const body of ['a', 'b', 'c', 'd']) await a.cmd(`put 0 0 60 1\r\n${body}`);
+    for (let i = 1; i <= 3; i++) expect(await a.cmd('reserve')).toBe(`RESERVED ${i} 1\n${'abc'[i - 1]}`);
+    a.send([
+      'delete 1', 'release 2 5 0', 'bury 3 7', 'touch 3', 'put 0 0 60 1', 'e',
+      'use other', 'put 0 0 60 1', 'f', 'stats-job 2', 'bogus', 'delete 99', 'peek-ready', 'list-tube-used',
+      'touch 2', 'put 0 0 60 1', 'g', 'reserve-with-timeout 0', 'delete 2', 'release 2 0 0',
+    ].join('\r\n') + '\r\n');
+    const got = await replies(a, 16);
+    expect(got.slice(0, 6)).toEqual(['DELETED', 'RELEASED', 'BURIED', 'NOT_FOUND', 'INSERTED 5', 'USING other']);
+    expect(got[6]).toBe('INSERTED 6');
+    expect(got[7]).toMatch(/^OK \d+\n---\nid: 2\ntube: "?default"?\nstate: ready\npri: 5\n/);
+    expect(got.slice(8)).toEqual([
+      'UNKNOWN_COMMAND', 'NOT_FOUND', 'FOUND 6 1\nf', 'USING other', 'NOT_FOUND', 'INSERTED 7',
+      'RESERVED 4 1\nd', 'DELETED', // job 4 (pri 0) beats job 2 (released with pri 5), which anyone may delete
+    ]);
+    expect(await a.cmd('release 2 0 0')).toBe('NOT_FOUND');
+  });
+
+  it('answers a put only once Redis holds the job', async () => {
+    const admin = new Redis(ctx.redis.url);
+    try {
+      const a = await ctx.dial();
+      await admin.call('CLIENT', 'PAUSE', '400', 'WRITE');
+      const sent = Date.now();
+      expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
+      expect(Date.now() - sent).toBeGreaterThanOrEqual(300);
+      const b = await ctx.dial();
+      expect(await b.cmd('peek 1')).toBe('FOUND 1 1\nx');
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+      admin.disconnect();
+    }
+  });
+
+  it('answers every command of a failed call with INTERNAL_ERROR, keeps serving, and loses nothing acknowledged', async () => {
+    await ctx.restart({ redisTimeoutMs: 300 });
+    const admin = new Redis(ctx.redis.url);
+    try {
+      const conns = await Promise.all(Array.from({ length: 5 }, () => ctx.dial()));
+      const acknowledged: string[] = [];
+      for (const c of conns) acknowledged.push(await c.cmd('put 0 0 60 2\r\nok'));
+      // Redis stops executing writes for longer than the sidecar waits.
+      await admin.call('CLIENT', 'PAUSE', '1500', 'WRITE');
+      for (const c of conns) c.send('put 0 0 60 2\r\nno\r\nput 0 0 60 2\r\nno\r\n');
+      for (const c of conns) expect(await replies(c, 2)).toEqual(['INTERNAL_ERROR', 'INTERNAL_ERROR']);
+      await admin.call('CLIENT', 'UNPAUSE');
+      // Serving again, and every acknowledged job is there.
+      for (const c of conns) expect(await c.cmd('put 0 0 60 3\r\nnew')).toMatch(/^INSERTED \d+$/);
+      const checker = await ctx.dial();
+      for (const line of acknowledged) {
+        const id = /^INSERTED (\d+)$/.exec(line)![1]!;
+        expect(await checker.cmd(`peek ${id}`)).toBe(`FOUND ${id} 2\nok`);
+      }
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+      admin.disconnect();
+    }
+  });
+
+  it('serves waiting reserves first come, first served, with the most urgent job first', async () => {
+    const waiters = await Promise.all(Array.from({ length: 4 }, () => ctx.dial()));
+    for (const w of waiters) {
+      w.send('reserve\r\n');
+      await new Promise((r) => setTimeout(r, 20)); // arrival order
+    }
+    const p = await ctx.dial();
+    p.send('put 5 0 60 1\r\nc\r\nput 1 0 60 1\r\na\r\nput 5 0 60 1\r\nd\r\nput 2 0 60 1\r\nb\r\n');
+    expect(await replies(p, 4)).toEqual(['INSERTED 1', 'INSERTED 2', 'INSERTED 3', 'INSERTED 4']);
+    const got = await Promise.all(waiters.map(async (w) => (await w.reply()).body!.toString()));
+    // All four jobs arrived in one call, so the waiters get them in priority order.
+    expect(got.join('')).toBe('abcd');
+  });
+});

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import { Batcher, type BatchOp, type BatchResult, type BatchLimits } from '../../src/store/batcher.js';
+
+interface Call { ops: string[]; settle(results: BatchResult[] | Error): void }
+
+/** A Batcher over a fake store whose calls the test settles by hand. */
+function harness(limits: Partial<BatchLimits> = {}) {
+  const calls: Call[] = [];
+  const settled: string[] = [];
+  const reported: unknown[] = [];
+  const batcher = new Batcher(
+    (ops) => new Promise((resolve, reject) => {
+      calls.push({ ops: ops.map((o) => o.id), settle: (r) => (r instanceof Error ? reject(r) : resolve(r)) });
+    }),
+    { maxOps: 100, maxBytes: 1 << 20, maxInFlight: 1, ...limits },
+    (err) => reported.push(err),
+  );
+  const add = (id: string, body: Buffer | null = null, done?: BatchOp['done']) => batcher.add({
+    code: 'p', owner: 'o', id, tube: 't', tubes: [], pri: 0, delay: 0, ttr: 1, body, ctx: null,
+    done: done ?? ((op, r, err) => settled.push(`${op.id}=${err ? `error:${err.message}` : String(r)}`)),
+  });
+  const turn = () => new Promise((r) => setImmediate(r));
+  return { batcher, calls, settled, reported, add, turn };
+}
+
+describe('Batcher', () => {
+  it('sends a lone op at the end of the event-loop turn, without a timer', async () => {
+    const h = harness();
+    h.add('a');
+    expect(h.calls).toHaveLength(0);
+    await h.turn();
+    expect(h.calls.map((c) => c.ops)).toEqual([['a']]);
+  });
+
+  it('puts everything that arrived during a round trip into the next call, in order', async () => {
+    const h = harness();
+    h.add('a');
+    await h.turn();
+    for (const id of ['b', 'c', 'd']) h.add(id);
+    await h.turn();
+    expect(h.calls).toHaveLength(1); // one call in flight at a time
+    h.calls[0]!.settle([1]);
+    await h.turn();
+    expect(h.calls.map((c) => c.ops)).toEqual([['a'], ['b', 'c', 'd']]);
+    h.calls[1]!.settle([2, 3, 4]);
+    await h.turn();
+    expect(h.settled).toEqual(['a=1', 'b=2', 'c=3', 'd=4']);
+    expect(h.batcher.pending).toBe(0);
+    expect([h.batcher.calls, h.batcher.ops]).toEqual([2, 4]);
+  });
+
+  it('caps a call by op count and by body bytes (a bigger single job still goes alone)', async () => {
+    const h = harness({ maxOps: 2, maxBytes: 10, maxInFlight: 8 });
+    h.add('a', Buffer.alloc(4));
+    h.add('b', Buffer.alloc(4));
+    h.add('c', Buffer.alloc(4));
+    h.add('d', Buffer.alloc(50));
+    h.add('e', Buffer.alloc(6));
+    h.add('f', Buffer.alloc(5));
+    await h.turn();
+    expect(h.calls.map((c) => c.ops)).toEqual([['a', 'b'], ['c'], ['d'], ['e'], ['f']]);
+  });
+
+  it('keeps up to maxInFlight calls out at once', async () => {
+    const h = harness({ maxOps: 1, maxInFlight: 2 });
+    for (const id of ['a', 'b', 'c']) h.add(id);
+    await h.turn();
+    expect(h.calls.map((c) => c.ops)).toEqual([['a'], ['b']]);
+    h.calls[0]!.settle([1]);
+    await h.turn();
+    expect(h.calls.map((c) => c.ops)).toEqual([['a'], ['b'], ['c']]);
+  });
+
+  it('answers every op of a failed call with the error, in order, and goes on with the next call', async () => {
+    const h = harness();
+    h.add('a');
+    await h.turn();
+    h.add('b');
+    h.add('c');
+    h.calls[0]!.settle(new Error('boom'));
+    await h.turn();
+    expect(h.settled).toEqual(['a=error:boom']);
+    h.calls[1]!.settle(new Error('again'));
+    await h.turn();
+    h.add('d');
+    await h.turn();
+    h.calls[2]!.settle([7]);
+    await h.turn();
+    expect(h.settled).toEqual(['a=error:boom', 'b=error:again', 'c=error:again', 'd=7']);
+  });
+
+  it('reports a completion that throws and still completes the other ops', async () => {
+    const h = harness();
+    h.add('a', null, () => { throw new Error('bug'); });
+    h.add('b');
+    await h.turn();
+    h.calls[0]!.settle([1, 2]);
+    await h.turn();
+    expect(h.settled).toEqual(['b=2']);
+    expect(h.reported).toHaveLength(1);
+  });
+
+  it('includes ops added by completions in the very next call', async () => {
+    const h = harness();
+    h.add('a', null, () => h.add('from-completion'));
+    await h.turn();
+    h.add('b');
+    h.calls[0]!.settle([1]);
+    await h.turn();
+    expect(h.calls.map((c) => c.ops)).toEqual([['a'], ['b', 'from-completion']]);
+  });
+});
