@@ -94,7 +94,8 @@ export class Sidecar {
     this.keys = new Keys(options.prefix);
     const redisOptions = {
       lazyConnect: true,
-      enableAutoPipelining: true,
+      // Job commands are batched by src/store/batcher.ts; auto-pipelining would only wrap each call in a pipeline.
+      enableAutoPipelining: false,
       maxRetriesPerRequest: 0,
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
