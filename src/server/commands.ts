@@ -191,7 +191,7 @@ function completion(reply: (c: Connection, op: JobOp, result: BatchResult) => Bu
     const c = op.ctx;
     if (err) c.commandFailed(err);
     else c.send(reply(c, op, result));
-    c.settled();
+    c.settled(op);
   };
 }
 

@@ -22,6 +22,9 @@ const LF = 10;
 const MAX_BUFFERED_INPUT = 1 << 20;
 /** Stop executing commands for a client that does not read its replies. */
 const MAX_BUFFERED_OUTPUT = 4 << 20;
+/** Stop reading from a client whose batched commands Redis has not answered yet (count, body bytes). */
+const MAX_IN_FLIGHT = 1024;
+const MAX_IN_FLIGHT_BYTES = 4 << 20;
 
 const enum Mode { Command, Discard, Body, Skip }
 
@@ -45,8 +48,9 @@ export class Connection {
   private put: PendingPut | null = null;
   private busy = false;
   private corked = false;
-  /** Batched commands of this connection not answered yet. */
+  /** Batched commands of this connection not answered yet, and their body bytes. */
   private inFlight = 0;
+  private inFlightBytes = 0;
   /** What waits for them: a command that does not join the batch, or a reply. */
   private held: ParsedCommand | Buffer | null = null;
 
@@ -83,10 +87,10 @@ export class Connection {
 
   // ---- input ----
 
-  /** Runs commands while input is complete and nothing is in flight. */
+  /** Runs commands while input is complete and nothing holds the connection. */
   pump(): void {
     let needInput = false;
-    while (!this.busy && this.held === null && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT) {
+    while (!this.busy && this.held === null && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT && !this.throttled()) {
       if (!this.step()) { needInput = true; break; }
     }
     if (this.closed) return;
@@ -174,17 +178,29 @@ export class Connection {
   /** Hands a job command to the cross-connection batch; its completion answers. */
   submit(op: BatchOp<Connection>): void {
     this.inFlight++;
+    if (op.body) this.inFlightBytes += op.body.length;
     this.sidecar.batcher.add(op);
   }
 
   /** A batched command was answered; once all are, what waited runs. */
-  settled(): void {
-    if (--this.inFlight > 0 || this.held === null) return;
-    const held = this.held;
-    this.held = null;
-    if (Buffer.isBuffer(held)) this.send(held);
-    else this.track(dispatch(this, held));
-    this.pump();
+  settled(op: BatchOp<Connection>): void {
+    const wasThrottled = this.throttled();
+    this.inFlight--;
+    if (op.body) this.inFlightBytes -= op.body.length;
+    if (this.inFlight === 0 && this.held !== null) {
+      const held = this.held;
+      this.held = null;
+      if (Buffer.isBuffer(held)) this.send(held);
+      else this.track(dispatch(this, held));
+      this.pump();
+    } else if (wasThrottled && !this.throttled()) {
+      this.pump();
+    }
+  }
+
+  /** Enough of this client's commands wait for Redis: read no more for now. */
+  private throttled(): boolean {
+    return this.inFlight >= MAX_IN_FLIGHT || this.inFlightBytes >= MAX_IN_FLIGHT_BYTES;
   }
 
   /** Puts the connection into body mode after a valid put line. */

@@ -49,6 +49,7 @@ export type ApplyBatch = (ops: readonly BatchOp[]) => Promise<BatchResult[]>;
 export class Batcher {
   private queue: BatchOp[] = [];
   private inFlight = 0;
+  private opsInFlight = 0;
   private scheduled = false;
   /** Calls made and ops sent, for stats and tests. */
   calls = 0;
@@ -71,7 +72,7 @@ export class Batcher {
 
   /** Ops queued or in flight (a graceful stop waits for none). */
   get pending(): number {
-    return this.queue.length + this.inFlight;
+    return this.queue.length + this.opsInFlight;
   }
 
   private readonly flush = (): void => {
@@ -99,6 +100,7 @@ export class Batcher {
 
   private send(batch: BatchOp[]): void {
     this.inFlight++;
+    this.opsInFlight += batch.length;
     this.calls++;
     this.ops += batch.length;
     this.apply(batch).then(
@@ -109,6 +111,7 @@ export class Batcher {
 
   private settle(batch: BatchOp[], results: BatchResult[] | null, err: Error | null): void {
     this.inFlight--;
+    this.opsInFlight -= batch.length;
     for (let i = 0; i < batch.length; i++) {
       const op = batch[i]!;
       try {

@@ -106,6 +106,22 @@ describe('batching', () => {
     }
   });
 
+  it('stops reading from a client once 1024 of its commands wait for Redis, then catches up in order', async () => {
+    const admin = new Redis(ctx.redis.url);
+    try {
+      const a = await ctx.dial();
+      await admin.call('CLIENT', 'PAUSE', '700', 'WRITE');
+      a.send('put 0 0 60 1\r\nx\r\n'.repeat(3000));
+      await new Promise((r) => setTimeout(r, 300));
+      expect(batcher().pending).toBe(1024);
+      const got = await replies(a, 3000);
+      expect(got).toEqual(Array.from({ length: 3000 }, (_, i) => `INSERTED ${i + 1}`));
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+      admin.disconnect();
+    }
+  });
+
   it('serves waiting reserves first come, first served, with the most urgent job first', async () => {
     const waiters = await Promise.all(Array.from({ length: 4 }, () => ctx.dial()));
     for (const w of waiters) {

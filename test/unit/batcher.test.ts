@@ -16,7 +16,7 @@ function harness(limits: Partial<BatchLimits> = {}) {
     (err) => reported.push(err),
   );
   const add = (id: string, body: Buffer | null = null, done?: BatchOp['done']) => batcher.add({
-    code: 'p', owner: 'o', id, tube: 't', tubes: [], pri: 0, delay: 0, ttr: 1, body, ctx: null,
+    code: 'p', owner: 'o', id, tube: 't', tubes: [], pri: 0, delay: 0, ttr: 1, body, ctx: null as unknown,
     done: done ?? ((op, r, err) => settled.push(`${op.id}=${err ? `error:${err.message}` : String(r)}`)),
   });
   const turn = () => new Promise((r) => setImmediate(r));
