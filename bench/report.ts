@@ -1,0 +1,164 @@
+// Turns measurements into the table (stdout) and the JSON file: rounds of the
+// same scenario and target are added up (jobs over time, histograms merged),
+// and each redstalk row is divided by the beanstalkd row of the same run.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LATENCY_OF, SCENARIOS, type Measurement, type Settings } from './scenarios.js';
+import type { Target } from './servers.js';
+import { formatNumber, formatTable, Histogram, type LatencySummary } from './stats.js';
+
+export interface Row {
+  scenario: string;
+  target: Target;
+  jobsPerSec: number;
+  latencyOf: string;
+  latency: LatencySummary;
+  /** Fixed-rate runs: end-to-end from the actual send, and how late the generator sent. */
+  openLoop?: { fromSend: LatencySummary; sendLag: LatencySummary };
+  lost: number;
+  duplicates: number;
+  unknown: number;
+  errors: number;
+}
+
+function sum<T>(items: T[], of: (t: T) => number): number {
+  return items.reduce((total, t) => total + of(t), 0);
+}
+
+function merged(ms: Measurement[], of: (m: Measurement) => Histogram): LatencySummary {
+  const h = new Histogram();
+  for (const m of ms) h.add(of(m));
+  return h.summary();
+}
+
+export function aggregate(measurements: Measurement[]): Row[] {
+  const groups = new Map<string, Measurement[]>();
+  for (const m of measurements) {
+    const key = `${m.scenario}\0${m.target}`;
+    groups.set(key, [...(groups.get(key) ?? []), m]);
+  }
+  const order = (r: Row) => SCENARIOS.findIndex((s) => s.name === r.scenario) * 2 + (r.target === 'redstalk' ? 0 : 1);
+  return [...groups.values()].map((ms): Row => {
+    const { scenario, target } = ms[0]!;
+    const { workload } = SCENARIOS.find((s) => s.name === scenario)!;
+    return {
+      scenario,
+      target,
+      jobsPerSec: (sum(ms, (m) => m.jobs) * 1000) / sum(ms, (m) => m.windowMs),
+      latencyOf: LATENCY_OF[workload],
+      latency: merged(ms, (m) => m.latency),
+      openLoop: workload === 'rate' ? { fromSend: merged(ms, (m) => m.load.endToEndFromSend), sendLag: merged(ms, (m) => m.load.sendLag) } : undefined,
+      lost: sum(ms, (m) => Math.abs(m.check.lost)),
+      duplicates: sum(ms, (m) => m.check.duplicates),
+      unknown: sum(ms, (m) => m.check.unknown),
+      errors: sum(ms, (m) => sum(Object.values(m.errors), (n) => n)),
+    };
+  }).sort((a, b) => order(a) - order(b));
+}
+
+export function failed(row: Row): boolean {
+  return row.lost !== 0 || row.duplicates !== 0 || row.unknown !== 0 || row.errors !== 0;
+}
+
+function peer(rows: Row[], row: Row, target: Target): Row | undefined {
+  return rows.find((r) => r.scenario === row.scenario && r.target === target);
+}
+
+export function table(rows: Row[]): string {
+  const body = rows.map((r) => {
+    const bs = r.target === 'redstalk' ? peer(rows, r, 'beanstalkd') : undefined;
+    return [
+      r.scenario, r.target, r.jobsPerSec, bs ? r.jobsPerSec / bs.jobsPerSec : '',
+      r.latency.p50, r.latency.p99, r.latency.p999, bs ? r.latency.p99 / bs.latency.p99 : '',
+      r.latencyOf, r.lost, r.duplicates + r.unknown, r.errors,
+    ];
+  });
+  return formatTable(
+    ['scenario', 'target', 'jobs/s', 'x bs', 'p50 ms', 'p99 ms', 'p99.9 ms', 'p99 x bs', 'latency of', 'lost', 'dup', 'errors'],
+    body,
+  );
+}
+
+const ms = (n: number) => `${formatNumber(n)} ms`;
+
+/**
+ * Lines under the table: "mixed-backlog vs mixed: redstalk -3.1% jobs/s, ..." for
+ * scenarios that name a baseline, and the fixed-rate runs' latency without the
+ * generator's own timer lag.
+ */
+export function comparisons(rows: Row[]): string[] {
+  const lines: string[] = [];
+  for (const r of rows) {
+    if (!r.openLoop) continue;
+    const { fromSend, sendLag } = r.openLoop;
+    lines.push(`${r.scenario} ${r.target}: from the actual send p50 ${ms(fromSend.p50)}, p99 ${ms(fromSend.p99)}, p99.9 ${ms(fromSend.p999)}; generator send lag p50 ${ms(sendLag.p50)}, p99 ${ms(sendLag.p99)}`);
+  }
+  for (const s of SCENARIOS) {
+    if (!s.baseline) continue;
+    const parts = rows.filter((r) => r.scenario === s.name).flatMap((r) => {
+      const base = rows.find((b) => b.scenario === s.baseline && b.target === r.target);
+      if (!base) return [];
+      const change = (r.jobsPerSec / base.jobsPerSec - 1) * 100;
+      return [`${r.target} ${change >= 0 ? '+' : ''}${change.toFixed(1)}% jobs/s`];
+    });
+    if (parts.length) lines.push(`${s.name} vs ${s.baseline}: ${parts.join(', ')}`);
+  }
+  return lines;
+}
+
+function firstLine(binary: string, args: string[]): string {
+  try {
+    return execFileSync(binary, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n')[0]!;
+  } catch {
+    return 'not installed';
+  }
+}
+
+export function machine(): Record<string, string | number> {
+  return {
+    cpus: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    redis: firstLine('redis-server', ['--version']),
+    beanstalkd: firstLine('beanstalkd', ['-v']),
+  };
+}
+
+function summaries(m: Measurement): Record<string, LatencySummary> {
+  const { putRtt, reserveRtt, endToEnd, endToEndFromSend, sendLag } = m.load;
+  return {
+    putRtt: putRtt.summary(), reserveRtt: reserveRtt.summary(), endToEnd: endToEnd.summary(),
+    endToEndFromSend: endToEndFromSend.summary(), sendLag: sendLag.summary(),
+  };
+}
+
+export function writeJson(file: string, settings: Settings, measurements: Measurement[], rows: Row[]): void {
+  const out = {
+    date: new Date().toISOString(),
+    command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
+    machine: machine(),
+    settings,
+    rows,
+    comparisons: comparisons(rows),
+    measurements: measurements.map((m) => ({
+      scenario: m.scenario,
+      target: m.target,
+      round: m.round,
+      commands: m.commands,
+      jobsPerSec: (m.jobs * 1000) / m.windowMs,
+      windowMs: m.windowMs,
+      puts: m.load.puts,
+      reserves: m.load.reserves,
+      deletes: m.load.deletes,
+      fill: m.fill && { ...m.fill, perSec: (m.fill.jobs * 1000) / m.fill.ms },
+      latency: summaries(m),
+      check: m.check,
+      errors: m.errors,
+    })),
+  };
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(out, (_, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? null : v), 2) + '\n');
+}
