@@ -34,6 +34,9 @@ interface Launched { child: ChildProcess; command: string; output(): string }
 const alive = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
 
+/** Extra redstalk flags for tuning runs, e.g. REDSTALK_BENCH_FLAGS='--batch-inflight 2'. */
+const SIDECAR_FLAGS = (process.env.REDSTALK_BENCH_FLAGS ?? '').split(' ').filter(Boolean);
+
 async function launch(binary: string, args: string[], port: number): Promise<Launched> {
   const child = spawn(binary, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   alive.add(child);
@@ -101,7 +104,7 @@ async function startRedstalk(persistence: Persistence, sidecars: number): Promis
       const port = await freePort();
       started.push(await launch(process.execPath, [
         '--import', 'tsx', 'src/cli.ts', '--redis', `redis://127.0.0.1:${redisPort}`,
-        '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn',
+        '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...SIDECAR_FLAGS,
       ], port));
       ports.push(port);
     }
