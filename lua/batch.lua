@@ -37,17 +37,22 @@ local function next_id()
   return fmt_int(redis.call('INCR', K_SEQ) * shards + shard)
 end
 
+-- A job put or released with a delay waits; without one it is ready (and wakes a waiter).
+local function wait_or_ready(ti, id, j, delay)
+  if delay > 0 then
+    enter_delayed(Ts[ti], id, j, now, delay)
+  else
+    enter_ready(Ts[ti], id, j)
+    became_ready[ti] = became_ready[ti] + 1
+  end
+end
+
 local function put(ti, pri, delay, ttr, body)
   local T = Ts[ti]
   T.num = T.num or ensure_tube(T)
   local id = next_id()
   local j = { pri, delay, ttr, READY, now, 0, '', T.num, 0, 0, 0, 0, 0 }
-  if delay > 0 then
-    enter_delayed(T, id, j, now, delay)
-  else
-    enter_ready(T, id, j)
-    became_ready[ti] = became_ready[ti] + 1
-  end
+  wait_or_ready(ti, id, j, delay)
   save_job(id, j, body)
   inserted[ti] = inserted[ti] + 1
   return id
@@ -71,12 +76,7 @@ local function release(owner, id, ti, pri, delay)
   j[F_PRI] = pri
   j[F_DELAY] = delay
   j[F_RELEASES] = j[F_RELEASES] + 1
-  if delay > 0 then
-    enter_delayed(T, id, j, now, delay)
-  else
-    enter_ready(T, id, j)
-    became_ready[ti] = became_ready[ti] + 1
-  end
+  wait_or_ready(ti, id, j, delay)
   save_job(id, j, body)
   return 1
 end
