@@ -20,6 +20,7 @@ interface Flags {
   dataDir?: string; binlogDir?: string; fsyncMs?: number; neverFsync?: boolean; logSize?: number;
   user?: string; verbose: number; logLevel?: string;
   batchOps?: number; batchBytes?: number; batchInflight?: number;
+  roomCapacity?: number; roomCheckinTimeout?: number; roomParticipantTimeout?: number; roomGrace?: number;
 }
 
 /** uid and gid of a user, as beanstalkd -u USER ("become user and group"). */
@@ -45,6 +46,10 @@ function loadConfig(flags: Flags): { config: Config; warnings: string[] } {
     batchOps: flags.batchOps ?? DEFAULTS.batchOps,
     batchBytes: flags.batchBytes ?? DEFAULTS.batchBytes,
     batchInFlight: flags.batchInflight ?? DEFAULTS.batchInFlight,
+    roomCapacity: flags.roomCapacity ?? DEFAULTS.roomDefaults.capacity,
+    roomCheckinTimeout: flags.roomCheckinTimeout ?? DEFAULTS.roomDefaults.checkinTimeout,
+    roomParticipantTimeout: flags.roomParticipantTimeout ?? DEFAULTS.roomDefaults.participantTimeout,
+    roomGrace: flags.roomGrace ?? DEFAULTS.roomDefaults.grace,
   });
   if (flags.logSize !== undefined) result.warnings.push('-s has no effect: Redis persistence replaces the binlog');
   if (flags.fsyncMs !== undefined && flags.fsyncMs > 0) {
@@ -88,6 +93,10 @@ async function serve(flags: Flags): Promise<void> {
       host: config.listen, port: config.port, redisUrl, prefix: config.prefix,
       maxJobSize: config.maxJobSize, logLevel: config.logLevel,
       batchOps: config.batchOps, batchBytes: config.batchBytes, batchInFlight: config.batchInFlight,
+      roomDefaults: {
+        capacity: config.roomCapacity, checkinTimeout: config.roomCheckinTimeout,
+        participantTimeout: config.roomParticipantTimeout, grace: config.roomGrace,
+      },
     });
     if (as) {
       // Like beanstalkd: bind first (maybe a privileged port), then drop privileges.
@@ -140,7 +149,11 @@ function addServeOptions(cmd: Command): Command {
     .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env REDSTALK_LOG_LEVEL, default info)')
     .option('--batch-ops <n>', `most job commands per Redis call (default ${DEFAULTS.batchOps})`, integer)
     .option('--batch-bytes <bytes>', `most job body bytes per Redis call (default ${DEFAULTS.batchBytes})`, integer)
-    .option('--batch-inflight <n>', `Redis calls of job commands in flight at once (default ${DEFAULTS.batchInFlight})`, integer);
+    .option('--batch-inflight <n>', `Redis calls of job commands in flight at once (default ${DEFAULTS.batchInFlight})`, integer)
+    .option('--room-capacity <n>', `waiting rooms without room-config: how many may be inside at once (default ${DEFAULTS.roomDefaults.capacity})`, integer)
+    .option('--room-checkin-timeout <s>', `waiting rooms without room-config: seconds someone waiting may go without checking in (default ${DEFAULTS.roomDefaults.checkinTimeout})`, integer)
+    .option('--room-participant-timeout <s>', `waiting rooms without room-config: seconds a participant may go without checking in (default ${DEFAULTS.roomDefaults.participantTimeout})`, integer)
+    .option('--room-grace <s>', `waiting rooms without room-config: seconds a participant who left keeps their place (default ${DEFAULTS.roomDefaults.grace})`, integer);
 }
 
 const program = new Command('redstalk')

@@ -19,12 +19,18 @@ export interface Config {
   batchOps: number;
   batchBytes: number;
   batchInFlight: number;
+  /** Defaults of waiting rooms without room-config (seconds, except capacity). */
+  roomCapacity: number;
+  roomCheckinTimeout: number;
+  roomParticipantTimeout: number;
+  roomGrace: number;
 }
 
 export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['listen', 'port', 'maxJobSize', 'redisUrl', 'prefix', 'dataDir', 'fsync', 'user', 'logLevel', 'batchOps', 'batchBytes', 'batchInFlight'],
+  required: ['listen', 'port', 'maxJobSize', 'redisUrl', 'prefix', 'dataDir', 'fsync', 'user', 'logLevel', 'batchOps', 'batchBytes', 'batchInFlight',
+    'roomCapacity', 'roomCheckinTimeout', 'roomParticipantTimeout', 'roomGrace'],
   properties: {
     listen: { type: 'string', minLength: 1 },
     port: { type: 'integer', minimum: 0, maximum: 65535 },
@@ -38,6 +44,11 @@ export const CONFIG_SCHEMA: JSONSchemaType<Config> = {
     batchOps: { type: 'integer', minimum: 1, maximum: 100000 },
     batchBytes: { type: 'integer', minimum: 1 },
     batchInFlight: { type: 'integer', minimum: 1, maximum: 64 },
+    // The bounds room-config has (protocol/commands.json).
+    roomCapacity: { type: 'integer', minimum: 1, maximum: 4294967295 },
+    roomCheckinTimeout: { type: 'integer', minimum: 1, maximum: 4294967295 },
+    roomParticipantTimeout: { type: 'integer', minimum: 1, maximum: 4294967295 },
+    roomGrace: { type: 'integer', minimum: 0, maximum: 4294967295 },
   },
 };
 

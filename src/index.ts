@@ -27,6 +27,9 @@ export const DEFAULTS = {
   batchOps: 512,
   batchBytes: 1 << 20,
   batchInFlight: 1,
+  // Waiting rooms without room-config: a waiting page polls within 30 s, an app
+  // checks its participants in within 2 minutes, a dropped socket has 30 s to return.
+  roomDefaults: { capacity: 100, checkinTimeout: 30, participantTimeout: 120, grace: 30 },
 };
 
 export async function createServer(options: Partial<ServerOptions> & { redisUrl: string }): Promise<RedstalkServer> {

@@ -1,7 +1,7 @@
 // Command-line parsing with beanstalkd's exact rules (prot.c: which_cmd,
 // read_u32/read_u64/read_tube_name, strtoul for kick). A line arrives here
 // without its CRLF; framing (line limit, bodies) lives in server/connection.ts.
-import { COMMANDS, LIMITS, LONGEST_MATCH, isValidName, nameSpan, type CommandSpec } from './spec.js';
+import { LIMITS, LONGEST_MATCH, MATCH_ORDER, isValidName, nameSpan, type CommandSpec } from './spec.js';
 
 export interface ParsedCommand {
   spec: CommandSpec;
@@ -28,7 +28,7 @@ function digitsEnd(s: string, i: number): number {
 export function matchCommand(line: string): CommandSpec | undefined {
   // Command words are case-insensitive in redstalk (beanstalkd: case-sensitive).
   const head = line.length > LONGEST_MATCH ? line.slice(0, LONGEST_MATCH).toLowerCase() : line.toLowerCase();
-  for (const spec of COMMANDS) if (head.startsWith(spec.match)) return spec;
+  for (const spec of MATCH_ORDER) if (head.startsWith(spec.match)) return spec;
   return undefined;
 }
 
@@ -57,6 +57,7 @@ export function parseCommand(line: string): ParsedCommand | ParseError {
           // strtoumax: leading zeros are fine (00000000001 is 1); Number is exact up to 15 digits.
           const v = digits.length <= 15 ? Number(digits) : BigInt(digits) > BigInt(U32_MAX) ? Infinity : Number(digits);
           if (v > (arg.type === 'timeout' ? LIMITS.reserveTimeoutMax : U32_MAX)) return ParseError.BadFormat;
+          if (v < (arg.min ?? 0) || v > (arg.max ?? Infinity)) return ParseError.BadFormat;
           args.push(v);
         }
         break;
@@ -81,6 +82,19 @@ export function parseCommand(line: string): ParsedCommand | ParseError {
         if (!isValidName(name)) return ParseError.BadFormat;
         args.push(name);
         i = line.length;
+        break;
+      }
+      case 'name': {
+        // Room and user names: tube-name rules, ending at a space or the end
+        // of the line; one space separates a name from the one before it.
+        if (i > spec.match.length) {
+          if (line.charCodeAt(i) !== SPACE) return ParseError.BadFormat;
+          i++;
+        }
+        const name = line.slice(i, i + nameSpan(line, i));
+        if (!isValidName(name)) return ParseError.BadFormat;
+        args.push(name);
+        i += name.length;
         break;
       }
       case 'tube-lenient': {

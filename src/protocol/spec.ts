@@ -2,14 +2,15 @@
 // source shared with clients and tests) and turned into lookup structures.
 import commandsJson from '../../protocol/commands.json' with { type: 'json' };
 
-export type ArgType = 'u32' | 'u64' | 'seconds' | 'timeout' | 'lenient-u32' | 'tube' | 'tube-lenient';
+export type ArgType = 'u32' | 'u64' | 'seconds' | 'timeout' | 'lenient-u32' | 'tube' | 'tube-lenient' | 'name';
 
 export interface CommandSpec {
   name: string;
   /** Literal prefix, lower case. */
   match: string;
   exact?: boolean;
-  args: Array<{ name: string; type: ArgType }>;
+  /** min/max bound u32, seconds and timeout values. */
+  args: Array<{ name: string; type: ArgType; min?: number; max?: number }>;
   trailing?: 'reject' | 'ignore';
   body?: { lengthFrom: string; terminator: string };
   role?: 'producer' | 'worker';
@@ -36,6 +37,13 @@ export interface ProtocolSpec {
 export const PROTOCOL = commandsJson as unknown as ProtocolSpec;
 export const LIMITS = PROTOCOL.limits;
 export const COMMANDS: readonly CommandSpec[] = PROTOCOL.commands;
+
+/**
+ * The order lines are matched in: redstalk's extension commands first (none
+ * is a prefix of a beanstalkd literal, but `stats` is a prefix of
+ * `stats-room `), then beanstalkd's own table in which_cmd order.
+ */
+export const MATCH_ORDER: readonly CommandSpec[] = [...COMMANDS.filter((c) => c.extension), ...COMMANDS.filter((c) => !c.extension)];
 
 /** Longest match literal: the part of a line lower-cased for matching. */
 export const LONGEST_MATCH = Math.max(...COMMANDS.map((c) => c.match.length));

@@ -10,6 +10,7 @@ import type { BatchOp, BatchResult, OpCode } from '../store/batcher.js';
 import { jobReply, line, okReply, REPLY } from '../protocol/replies.js';
 import { COMMAND_COUNTERS, COMMANDS, isValidName } from '../protocol/spec.js';
 import { yamlDict, yamlList, type StatValue } from '../protocol/yaml.js';
+import { ROOM_HANDLERS } from '../rooms/commands.js';
 import type { Connection } from './connection.js';
 import { sumSnapshots } from './counters.js';
 
@@ -142,6 +143,7 @@ const HANDLERS: Record<string, Handler> = {
     const ok = await c.sidecar.store.pauseTube(name as string, delay as number);
     c.send(ok ? REPLY.PAUSED : REPLY.NOT_FOUND);
   },
+  ...ROOM_HANDLERS,
 };
 
 /** Commands of protocol/commands.json that have no handler (must be none). */

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { Keys } from '../store/keys.js';
 import { Batcher, type ReservedJob } from '../store/batcher.js';
 import { Store } from '../store/store.js';
+import { RoomStore, type RoomSettings } from '../rooms/room-store.js';
 import { unhandledCommands } from './commands.js';
 import { Connection } from './connection.js';
 import { Counters } from './counters.js';
@@ -28,6 +29,8 @@ export interface SidecarOptions {
   batchOps: number;
   batchBytes: number;
   batchInFlight: number;
+  /** Settings of waiting rooms that have none of their own (room-config). */
+  roomDefaults: RoomSettings;
 }
 
 /** Longest sleep of the promotion timer: how late a dead sidecar's expired reservations are noticed. */
@@ -73,6 +76,7 @@ export class Sidecar {
   readonly keys: Keys;
   readonly redis: Redis | Cluster;
   readonly store: Store;
+  readonly rooms: RoomStore;
   readonly batcher: Batcher;
   draining = false;
   port = 0;
@@ -108,6 +112,7 @@ export class Sidecar {
     this.subscriber = connectRedis(options.redisUrl, { lazyConnect: true, retryStrategy: redisOptions.retryStrategy });
     this.subscriber.on('error', (err) => this.log.warn({ err }, 'redis subscriber error'));
     this.store = new Store(this.redis, this.keys);
+    this.rooms = new RoomStore(this.redis, this.keys, options.roomDefaults);
     this.batcher = new Batcher(
       (ops) => this.store.applyBatch(ops),
       { maxOps: options.batchOps, maxBytes: options.batchBytes, maxInFlight: options.batchInFlight },

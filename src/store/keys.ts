@@ -45,6 +45,17 @@ export class Keys {
   node(id: string): string {
     return `${this.tag}:node:${id}`;
   }
+
+  /** The index of waiting rooms (same hash tag, so list-rooms is atomic with room state). */
+  get rooms(): string {
+    return `${this.tag}:rooms`;
+  }
+
+  /** The 7 keys of a waiting room, in the order lua/includes/room.lua expects them (the index first). */
+  room(name: string): string[] {
+    const base = `${this.tag}:room:${name}`;
+    return [this.rooms, base, `${base}:inside`, `${base}:tickets`, `${base}:line`, `${base}:seen`, `${base}:admits`];
+  }
 }
 
 const MAX_CACHED_TUBES = 10_000;

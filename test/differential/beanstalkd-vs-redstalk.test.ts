@@ -29,9 +29,9 @@ const skipReason = !hasBeanstalkd
 if (skipReason) console.warn(`[differential]${skipReason}`);
 
 describe('differential scenario set', () => {
-  it('parses, has 120+ uniquely named scenarios and exactly 3 deliberate divergences', () => {
+  it('parses, has 120+ uniquely named scenarios and exactly 4 deliberate divergences', () => {
     expect(all.length).toBeGreaterThanOrEqual(120);
-    expect(DELIBERATE_DIVERGENCES.map((d) => d.id)).toEqual(['yaml-quoting', 'reserve-timeout-parse', 'case-insensitive-commands']);
+    expect(DELIBERATE_DIVERGENCES.map((d) => d.id)).toEqual(['yaml-quoting', 'reserve-timeout-parse', 'case-insensitive-commands', 'room-commands']);
   });
 });
 

@@ -1,6 +1,6 @@
 /**
  * Deliberate divergences between the reference beanstalkd (Debian ships 1.12)
- * and redstalk (which follows beanstalkd 1.13, plus one extension).
+ * and redstalk (which follows beanstalkd 1.13, plus two extensions).
  *
  * This is the ONE place the list lives. The engine only tolerates a difference
  * between the two targets when it is covered by an entry here:
@@ -45,6 +45,13 @@ export const DELIBERATE_DIVERGENCES: readonly DeliberateDivergence[] = [
     area: 'command words (`PUT`, `Stats`, `LIST-TUBE-USED`, ...)',
     beanstalkd112: '`UNKNOWN_COMMAND` (matching is case-sensitive in every beanstalkd version)',
     redstalk: 'command words are matched case-insensitively (redstalk extension; arguments and tube names stay case-sensitive)',
+    handling: 'declared-per-step',
+  },
+  {
+    id: 'room-commands',
+    area: 'waiting-room commands (`enter`, `check`, `leave`, `room-config`, `room-rate`, `pause-room`, `room-lottery`, `stats-room`, `list-rooms`)',
+    beanstalkd112: '`UNKNOWN_COMMAND` (`stats-room ...` matches `stats` and is `BAD_FORMAT`)',
+    redstalk: 'waiting rooms (redstalk extension, protocol/PROTOCOL.md), matched by prefix like every command (`list-roomsx` is `BAD_FORMAT`) and before beanstalkd\'s',
     handling: 'declared-per-step',
   },
 ];

@@ -68,8 +68,8 @@ describe('scenario language', () => {
     expect(() => parseScenarios('a: stats', 'f')).toThrow(/before the first/);
   });
 
-  it('keeps exactly three deliberate divergences', () => {
-    expect(DELIBERATE_DIVERGENCES).toHaveLength(3);
+  it('keeps exactly four deliberate divergences', () => {
+    expect(DELIBERATE_DIVERGENCES).toHaveLength(4);
   });
 });
 

@@ -17,8 +17,9 @@
  *  - the deliberate divergences are only ever *declared*, and only as the very
  *    last step (the two servers' states differ afterwards): `LIST-TUBE-USED` or
  *    `USE x` in another case (case-insensitive-commands; the expected reply
- *    comes from the model's used tube, which is exact) and a
- *    `reserve-with-timeout` argument that 1.12 reads as 0 (reserve-timeout-parse).
+ *    comes from the model's used tube, which is exact), a
+ *    `reserve-with-timeout` argument that 1.12 reads as 0 (reserve-timeout-parse),
+ *    and a waiting-room command on a fresh room (room-commands).
  *
  * A small model of the server (jobs, states, tubes, watch lists, pauses) is kept
  * only to draw mostly-meaningful arguments (release a job this connection holds,
@@ -314,6 +315,7 @@ class Generator {
       if (last && this.r.chance(0.12)) { this.quit(conn); break; }
       if (last && this.r.chance(0.06)) { this.declaredReserveTimeout(conn); break; }
       if (last && this.r.chance(0.06)) { this.declaredCase(conn); break; }
+      if (last && this.r.chance(0.05)) { this.declaredRoom(conn); break; }
       this.step(conn);
     }
     return this.lines;
@@ -373,6 +375,17 @@ class Generator {
     const arg = this.r.pick(['abc', '+0', '-0', ' ', 'x1']);
     this.lines.push(`${conn}: ${renderParts([`reserve-with-timeout ${arg}`])}`);
     this.lines.push('~ reserve-timeout-parse: BAD_FORMAT');
+  }
+
+  /**
+   * Last step only: a waiting-room command, unknown to 1.12. Every scenario
+   * starts with no rooms, and a room without room-config admits up to 100.
+   */
+  private declaredRoom(conn: string): void {
+    const room = this.r.pick(['lobby', 'r-1', 'x'.repeat(200)]);
+    const [command, reply] = this.r.pick([['enter', 'ENTERED'], ['check', 'READY'], ['leave', 'NOT_FOUND']] as const);
+    this.lines.push(`${conn}: ${command} ${room} ${this.r.pick(['alice', 'u_1'])}`);
+    this.lines.push(`~ room-commands: ${reply}`);
   }
 
   /** 2..4 (sometimes up to 12) units in one write. */

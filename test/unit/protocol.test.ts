@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { ParseError, parseCommand } from '../../src/protocol/parser.js';
-import { COMMANDS, isValidName, PROTOCOL } from '../../src/protocol/spec.js';
+import { COMMANDS, isValidName, MATCH_ORDER, PROTOCOL } from '../../src/protocol/spec.js';
 import { unhandledCommands } from '../../src/server/commands.js';
 import { yamlDict, yamlList } from '../../src/protocol/yaml.js';
 import { REPLY, SPEC_WORDS } from '../../src/protocol/replies.js';
@@ -42,15 +42,19 @@ describe('protocol/commands.json', () => {
     expect(unhandledCommands()).toEqual([]);
   });
 
-  it('lists the whole beanstalkd 1.13 command set, in which_cmd order', () => {
-    expect(COMMANDS.map((c) => c.name)).toEqual([
+  it('lists the whole beanstalkd 1.13 command set, in which_cmd order, then the extensions', () => {
+    expect(COMMANDS.filter((c) => !c.extension).map((c) => c.name)).toEqual([
       'put', 'peek', 'peek-ready', 'peek-delayed', 'peek-buried', 'reserve-with-timeout', 'reserve-job', 'reserve',
       'delete', 'release', 'bury', 'kick', 'kick-job', 'touch', 'stats-job', 'stats-tube', 'stats', 'use', 'watch',
       'ignore', 'list-tubes-watched', 'list-tube-used', 'list-tubes', 'quit', 'pause-tube',
     ]);
-    // No literal can shadow a later one unless beanstalkd's order intends it.
-    for (const [i, a] of COMMANDS.entries()) {
-      for (const b of COMMANDS.slice(i + 1)) expect(b.match.startsWith(a.match), `${a.match} shadows ${b.match}`).toBe(false);
+    expect(COMMANDS.slice(25).every((c) => c.extension)).toBe(true);
+    expect(COMMANDS.slice(25).map((c) => c.name)).toEqual([
+      'enter', 'check', 'leave', 'room-config', 'room-rate', 'pause-room', 'room-lottery', 'stats-room', 'list-rooms',
+    ]);
+    // No literal can shadow a later one in matching order (extensions first: `stats` would shadow `stats-room `).
+    for (const [i, a] of MATCH_ORDER.entries()) {
+      for (const b of MATCH_ORDER.slice(i + 1)) expect(b.match.startsWith(a.match), `${a.match} shadows ${b.match}`).toBe(false);
     }
   });
 });
@@ -121,6 +125,29 @@ describe('parseCommand', () => {
     expect(isValidName('a-')).toBe(true);
     expect(isValidName('')).toBe(false);
     for (const l of ['use a b', 'use  a', 'use a ', 'watch a:b', 'ignore *', 'use é']) expect([l, parse(l)]).toEqual([l, BF]);
+  });
+
+  it('parses room commands: names by tube-name rules, one space apart, numbers within their bounds', () => {
+    expect(parse('enter lobby alice')).toEqual({ name: 'enter', args: ['lobby', 'alice'], trailing: false });
+    expect(parse(`check ${'r'.repeat(200)} a_b(1);$.+/`)).toMatchObject({ name: 'check', args: ['r'.repeat(200), 'a_b(1);$.+/'] });
+    expect(parse('LEAVE lobby a-')).toMatchObject({ name: 'leave', args: ['lobby', 'a-'] });
+    expect(parse('room-config lobby 1 1 1 0')).toMatchObject({ args: ['lobby', 1, 1, 1, 0] });
+    expect(parse('room-config lobby  4294967295 4294967295 4294967295 4294967295')).toMatchObject({ args: ['lobby', 4294967295, 4294967295, 4294967295, 4294967295] });
+    expect(parse('room-rate lobby 0')).toMatchObject({ name: 'room-rate', args: ['lobby', 0] });
+    expect(parse('pause-room lobby 1')).toMatchObject({ name: 'pause-room', args: ['lobby', 1] });
+    expect(parse('room-lottery lobby 3600')).toMatchObject({ name: 'room-lottery', args: ['lobby', 3600] });
+    expect(parse('stats-room lobby')).toMatchObject({ name: 'stats-room', args: ['lobby'] });
+    expect(parse('list-rooms')).toMatchObject({ name: 'list-rooms', args: [] });
+    for (const l of ['enter lobby', 'enter lobby ', 'enter  lobby alice', 'enter lobby  alice', 'enter lobby alice ', 'enter lobby alice bob',
+      'enter -lobby alice', 'enter lobby -alice', 'enter lob:by alice', 'enter lobby ali:ce', `enter lobby ${'a'.repeat(201)}`, 'enter lobby	alice',
+      'check lobby', 'leave lobby', 'room-config lobby 0 1 1 0', 'room-config lobby 1 0 1 0', 'room-config lobby 1 1 0 0', 'room-config lobby 1 1 1',
+      'room-config lobby 1 1 1 -1', 'room-config lobby 4294967296 1 1 0', 'room-rate lobby', 'room-rate lobby -1', 'pause-room lobby 2',
+      'pause-room lobby', 'room-lottery lobby x', 'stats-room', 'stats-room ', 'stats-room a b', 'list-rooms x', 'list-rooms ']) {
+      expect([l, parse(l)]).toEqual([l, BF]);
+    }
+    // Matched by prefix like every command: `enter` without a space is no command.
+    expect(parse('enter')).toBe(UC);
+    expect(parse('stats-roomx')).toBe(BF); // still beanstalkd's malformed `stats`
   });
 });
 
