@@ -21,11 +21,7 @@ local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local URGENT = 1023 -- pri < 1024 counts as urgent
 
--- Redis' own clock, in milliseconds: one clock for every sidecar.
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+--- @include "clock"
 
 -- Zset member of a job id: its digit count as one character, then the id.
 -- Members sort in id order (fewer digits first), so a zset of equal scores

@@ -31,11 +31,7 @@ local MIN_RATE = 0.05
 -- Lapsed waiters are removed this many at a time (ZREM takes them as arguments).
 local PURGE_BATCH = 1000
 
--- Redis' own clock, in milliseconds (the same clock as common.lua's now_ms).
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+--- @include "clock"
 
 -- An exclusive score bound; tostring would round ms to 14 digits.
 local function excl(n)

@@ -7,8 +7,6 @@ import type { BatchOp, BatchResult, ReservedJob } from './batcher.js';
 import { Keys, memberTube } from './keys.js';
 import { defineScripts, loadScripts, scriptMethod } from './scripts.js';
 
-export type { ReservedJob };
-
 export interface JobStats {
   id: string; tube: string; state: 'ready' | 'delayed' | 'reserved' | 'buried';
   pri: number; ageMs: number; delay: number; ttr: number; timeLeftMs: number;
