@@ -6,9 +6,10 @@
 // CPU (used_cpu_user + used_cpu_sys) per put, per reserve and per delete.
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
-import type { BatchOp, BatchResult, OpCode, ReservedJob } from '../src/store/batcher.js';
-import { Keys } from '../src/store/keys.js';
-import { Store } from '../src/store/store.js';
+import { Layout } from '../src/store/layout.js';
+import { jobOps, type AnyJobOp, type OpResult, type ReservedJob } from '../src/store/ops.js';
+import { RedisJobStore } from '../src/store/redis/job-store.js';
+import { bindScripts } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
 
 const { values } = parseArgs({
@@ -24,13 +25,11 @@ const body = Buffer.alloc(Number(values.payload), 'x');
 
 const server = await startRedis();
 const redis = new Redis(server.url);
-const keys = new Keys('bench');
-const store = new Store(redis, keys);
+const keys = new Layout('bench').keys(0);
+const store = new RedisJobStore(redis, bindScripts(redis).jobs, keys);
 const owner = 'bench:1';
-
-function op(code: OpCode, fields: Partial<BatchOp> = {}): BatchOp {
-  return { code, owner, id: '', tube: 'default', tubes: ['default'], pri: 1024, delay: 0, ttr: 60, body: null, ctx: null, done: () => {}, ...fields };
-}
+const ignore = () => {};
+const put = () => jobOps.put(null, ignore, 'default', 1024, 0, 60, body);
 
 async function info(section: string, field: string): Promise<number> {
   const text = await redis.info(section);
@@ -42,39 +41,39 @@ async function cpuSeconds(): Promise<number> {
 }
 
 /** Runs `count` ops in calls of `batch`, returning Redis CPU µs per op and all results. */
-async function measure(count: number, make: (i: number) => BatchOp): Promise<{ cpuUs: number; results: BatchResult[] }> {
-  const results: BatchResult[] = [];
+async function measure(count: number, make: (i: number) => AnyJobOp): Promise<{ cpuUs: number; results: OpResult[] }> {
+  const results: OpResult[] = [];
   const before = await cpuSeconds();
   for (let i = 0; i < count; i += batch) {
-    const ops: BatchOp[] = [];
+    const ops: AnyJobOp[] = [];
     for (let k = i; k < Math.min(count, i + batch); k++) ops.push(make(k));
-    results.push(...(await store.applyBatch(ops)));
+    results.push(...(await store.apply(ops)));
   }
   return { cpuUs: ((await cpuSeconds()) - before) * 1e6 / count, results };
 }
 
 const write = (s: string) => process.stderr.write(s);
-await store.applyBatch([op('p', { body })]); // creates the tube and the global keys
+await store.apply([put()]); // creates the tube and the global keys
 const memBefore = await info('memory', 'used_memory');
 write(`putting ${jobs} jobs of ${body.length} bytes in calls of ${batch}...\n`);
-const put = await measure(jobs, () => op('p', { body }));
+const puts = await measure(jobs, put);
 const memAfter = await info('memory', 'used_memory');
 const perKey: Record<string, number> = {};
 for (const key of [keys.globals[0]!, keys.tube('default')[1]!]) {
   perKey[key] = Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) / jobs;
 }
 write('reserving them...\n');
-const reserve = await measure(jobs, () => op('v'));
+const reserve = await measure(jobs, () => jobOps.reserve(null, ignore, owner, ['default']));
 const reserved = reserve.results.filter((r): r is ReservedJob => typeof r === 'object');
 write('deleting them...\n');
-const del = await measure(reserved.length, (i) => op('d', { id: reserved[i]!.id }));
+const del = await measure(reserved.length, (i) => jobOps.delete(null, ignore, owner, reserved[i]!.id, 'default'));
 const left = await redis.hlen(keys.globals[0]!);
 
 const report = {
   jobs, payload: body.length, batch,
   bytesPerQueuedJob: Math.round((memAfter - memBefore) / jobs),
   memoryUsagePerJob: Object.fromEntries(Object.entries(perKey).map(([k, v]) => [k, Math.round(v)])),
-  redisCpuUsPerJob: { put: +put.cpuUs.toFixed(2), reserve: +reserve.cpuUs.toFixed(2), delete: +del.cpuUs.toFixed(2) },
+  redisCpuUsPerJob: { put: +puts.cpuUs.toFixed(2), reserve: +reserve.cpuUs.toFixed(2), delete: +del.cpuUs.toFixed(2) },
   reserved: reserved.length,
   jobsLeft: left - 1,
 };

@@ -1,17 +1,29 @@
 // Public API: start a redstalk server in-process.
+import type { Logger } from 'pino';
 import { createLogger } from './log.js';
+import { openSidecar, type OpenConfig } from './open.js';
+import type { ServerStats } from './protocol/generated.js';
 import { LIMITS } from './protocol/spec.js';
-import { Sidecar, type SidecarOptions } from './server/sidecar.js';
 
-export interface ServerOptions extends SidecarOptions {
+export type { ServerStats };
+
+export interface ServerOptions extends Omit<OpenConfig, 'listen'> {
+  host: string;
   logLevel: string;
+  /** A pino logger to log to (else one is made at logLevel, on stdout). */
+  logger?: Logger;
 }
 
 export interface RedstalkServer {
+  /** Where it listens: `host:port`, or `unix:PATH`. */
+  readonly address: string;
+  /** The TCP port (0 for a UNIX socket). */
   readonly port: number;
-  readonly sidecar: Sidecar;
-  /** beanstalkd's drain mode (SIGUSR1). */
+  /** The same values `stats` answers, typed. */
+  stats(): Promise<ServerStats>;
+  /** beanstalkd's drain mode (SIGUSR1): new puts answer DRAINING. */
   drain(): void;
+  /** Stops accepting, answers what is in flight, hands reservations back, disconnects. */
   close(): Promise<void>;
 }
 
@@ -33,14 +45,13 @@ export const DEFAULTS = {
 };
 
 export async function createServer(options: Partial<ServerOptions> & { redisUrl: string }): Promise<RedstalkServer> {
-  const opts: ServerOptions = { ...DEFAULTS, ...options };
-  const log = createLogger(opts.logLevel);
-  const sidecar = new Sidecar(opts, log);
-  await sidecar.start();
-  sidecar.startBackground();
+  const opts = { ...DEFAULTS, ...options };
+  const log = opts.logger ?? createLogger(opts.logLevel);
+  const { sidecar } = await openSidecar({ ...opts, listen: opts.host }, log);
   return {
+    get address() { return sidecar.address; },
     get port() { return sidecar.port; },
-    sidecar,
+    stats: () => sidecar.stats.server(),
     drain: () => sidecar.drain(),
     close: () => sidecar.close(),
   };

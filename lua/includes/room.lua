@@ -1,5 +1,5 @@
--- Waiting-room helpers, included by the lua/room*.lua scripts (called by
--- src/rooms/room-store.ts). A room has a capacity, people inside, people
+-- Waiting-room helpers, included by the lua/rooms/*.lua scripts (called by
+-- src/store/redis/room-store.ts). A room has a capacity, people inside, people
 -- holding a grace ticket (a place kept for a participant who just left), and
 -- a line of people waiting to get in. Time is Redis' clock, in milliseconds.
 --

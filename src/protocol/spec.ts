@@ -15,6 +15,8 @@ export interface CommandSpec {
   body?: { lengthFrom: string; terminator: string };
   role?: 'producer' | 'worker';
   counter?: string;
+  /** The YAML document of its `OK <bytes>` reply (protocol/stats.json), or 'list'. */
+  yaml?: string;
   replies: string[];
   extension?: boolean;
 }
@@ -31,6 +33,8 @@ export interface ProtocolSpec {
   };
   nameChars: string;
   errors: string[];
+  /** Replies followed by a body: a job's bytes, or a YAML document. */
+  replyBodies: Record<string, { lengthFrom: string; terminator: string; content: 'job' | 'yaml' }>;
   commands: CommandSpec[];
 }
 
@@ -47,15 +51,6 @@ export const MATCH_ORDER: readonly CommandSpec[] = [...COMMANDS.filter((c) => c.
 
 /** Longest match literal: the part of a line lower-cased for matching. */
 export const LONGEST_MATCH = Math.max(...COMMANDS.map((c) => c.match.length));
-
-/** Every per-command counter in `stats`, in the order 1.13 prints them. */
-export const COMMAND_COUNTERS: readonly string[] = [
-  'cmd-put', 'cmd-peek', 'cmd-peek-ready', 'cmd-peek-delayed', 'cmd-peek-buried',
-  'cmd-reserve', 'cmd-reserve-with-timeout', 'cmd-delete', 'cmd-release', 'cmd-use',
-  'cmd-watch', 'cmd-ignore', 'cmd-bury', 'cmd-kick', 'cmd-touch', 'cmd-stats',
-  'cmd-stats-job', 'cmd-stats-tube', 'cmd-list-tubes', 'cmd-list-tube-used',
-  'cmd-list-tubes-watched', 'cmd-pause-tube',
-];
 
 const NAME_CHAR = new Uint8Array(256);
 for (const ch of PROTOCOL.nameChars) NAME_CHAR[ch.charCodeAt(0)] = 1;

@@ -1,62 +1,50 @@
-// The waiting-room commands (protocol/PROTOCOL.md, "Waiting rooms"), spread
-// into the dispatcher's HANDLERS by src/server/commands.ts. Each turns its
-// parsed arguments (names and bounds are checked by the parser, from
-// protocol/commands.json) into one RoomStore call and a reply.
+// The waiting-room commands (protocol/PROTOCOL.md, "Waiting rooms"), a peer
+// of the job, tube and stats commands. Each turns its parsed arguments
+// (names and bounds are checked by the parser, from protocol/commands.json)
+// into one RoomStore call and a reply.
+import type { Handlers } from '../commands/session.js';
 import { line, okReply, REPLY } from '../protocol/replies.js';
-import { yamlDict, yamlList } from '../protocol/yaml.js';
-import type { Connection } from '../server/connection.js';
-import type { Standing } from './room-store.js';
+import { renderDocument } from '../protocol/stats.js';
+import { yamlList } from '../protocol/yaml.js';
+import type { Standing } from '../store/room-store.js';
 
-type RoomHandler = (c: Connection, args: Array<number | string>) => Promise<void>;
+type RoomCommand = 'enter' | 'check' | 'leave' | 'room-config' | 'room-rate' | 'pause-room' | 'room-lottery' | 'stats-room' | 'list-rooms';
 
 function standingReply(s: Standing, inside: Buffer): Buffer {
   return s.waiting ? line(`WAITING ${s.position} ${s.etaSeconds}`) : inside;
 }
 
-export const ROOM_HANDLERS: Record<string, RoomHandler> = {
-  async enter(c, [room, user]) {
-    c.send(standingReply(await c.sidecar.rooms.enter(room as string, user as string), REPLY.ENTERED));
+export const roomHandlers: Handlers<RoomCommand> = {
+  async enter(s, [room, user], svc) {
+    s.answer(standingReply(await svc.rooms.enter(room, user), REPLY.ENTERED));
   },
-  async check(c, [room, user]) {
-    c.send(standingReply(await c.sidecar.rooms.check(room as string, user as string), REPLY.READY));
+  async check(s, [room, user], svc) {
+    s.answer(standingReply(await svc.rooms.check(room, user), REPLY.READY));
   },
-  async leave(c, [room, user]) {
-    c.send((await c.sidecar.rooms.leave(room as string, user as string)) ? REPLY.LEFT : REPLY.NOT_FOUND);
+  async leave(s, [room, user], svc) {
+    s.answer((await svc.rooms.leave(room, user)) ? REPLY.LEFT : REPLY.NOT_FOUND);
   },
-  async 'room-config'(c, [room, capacity, checkinTimeout, participantTimeout, grace]) {
-    await c.sidecar.rooms.configure(room as string, {
-      capacity: capacity as number, checkinTimeout: checkinTimeout as number,
-      participantTimeout: participantTimeout as number, grace: grace as number,
-    });
-    c.send(REPLY.OK);
+  async 'room-config'(s, [room, capacity, checkinTimeout, participantTimeout, grace], svc) {
+    await svc.rooms.configure(room, { capacity, checkinTimeout, participantTimeout, grace });
+    s.answer(REPLY.OK);
   },
-  async 'room-rate'(c, [room, perMinute]) {
-    await c.sidecar.rooms.limitRate(room as string, perMinute as number);
-    c.send(REPLY.OK);
+  async 'room-rate'(s, [room, perMinute], svc) {
+    await svc.rooms.limitRate(room, perMinute);
+    s.answer(REPLY.OK);
   },
-  async 'pause-room'(c, [room, paused]) {
-    await c.sidecar.rooms.pause(room as string, paused === 1);
-    c.send(REPLY.OK);
+  async 'pause-room'(s, [room, paused], svc) {
+    await svc.rooms.pause(room, paused === 1);
+    s.answer(REPLY.OK);
   },
-  async 'room-lottery'(c, [room, seconds]) {
-    await c.sidecar.rooms.startLottery(room as string, seconds as number);
-    c.send(REPLY.OK);
+  async 'room-lottery'(s, [room, seconds], svc) {
+    await svc.rooms.startLottery(room, seconds);
+    s.answer(REPLY.OK);
   },
-  async 'stats-room'(c, [room]) {
-    const s = await c.sidecar.rooms.stats(room as string);
-    if (!s) return c.send(REPLY.NOT_FOUND);
-    c.send(okReply(yamlDict([
-      ['name', room as string], ['capacity', s.capacity], ['checkin-timeout', s.checkinTimeout],
-      ['participant-timeout', s.participantTimeout], ['grace', s.grace], ['rate-limit', s.rateLimit],
-      ['paused', s.paused], ['lottery-time-left', Math.ceil(s.lotteryMsLeft / 1000)], ['configured', s.configured],
-      ['participants', s.participants], ['tickets', s.tickets], ['waiting', s.waiting], ['open-places', s.openPlaces],
-      ['admitted-total', s.admittedTotal], ['dropouts-total', s.dropoutsTotal], ['left-total', s.leftTotal],
-      ['participant-timeouts-total', s.participantTimeoutsTotal], ['tickets-used-total', s.ticketsUsedTotal],
-      ['tickets-expired-total', s.ticketsExpiredTotal], ['admission-rate', s.admissionRate],
-      ['last-in-line-eta', s.lastInLineEtaSeconds],
-    ])));
+  async 'stats-room'(s, [room], svc) {
+    const r = await svc.stats.room(room);
+    s.answer(r ? okReply(renderDocument('stats-room', r)) : REPLY.NOT_FOUND);
   },
-  async 'list-rooms'(c) {
-    c.send(okReply(yamlList(await c.sidecar.rooms.list())));
+  async 'list-rooms'(s, _args, svc) {
+    s.answer(okReply(yamlList(await svc.rooms.list())));
   },
 };

@@ -1,20 +1,19 @@
 // One client connection: framing (command lines, bodies, skipping),
 // execution in arrival order, replies coalesced into one socket write per
-// tick, and bounded buffering (beanstalkd's conn.c). Job commands (put,
-// delete, release, bury, touch) go into the cross-connection batch without
-// waiting for the ones before them, so a pipelining client fills a batch;
-// anything else waits until they are answered, so it sees their effects and
-// every reply leaves in command order.
+// tick, and bounded buffering (beanstalkd's conn.c). Job commands that join
+// the cross-connection batch go without waiting for the ones before them,
+// so a pipelining client fills a batch; anything else waits until they are
+// answered, so it sees their effects and every reply leaves in command order.
 import type net from 'node:net';
+import type { Logger } from 'pino';
+import type { BodyFraming, Dispatcher } from '../commands/dispatch.js';
+import type { Reservation, Session } from '../commands/session.js';
 import { LIMITS } from '../protocol/spec.js';
-import { ParseError, parseCommand } from '../protocol/parser.js';
+import { ParseError, parseCommand, type ParsedCommand } from '../protocol/parser.js';
 import { jobReply, REPLY } from '../protocol/replies.js';
-import type { BatchOp, ReservedJob } from '../store/batcher.js';
+import { isStoreFull } from '../store/errors.js';
+import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import { ByteQueue } from './byte-queue.js';
-import type { Sidecar } from './sidecar.js';
-import { dispatch, finishPut, joinsBatch, type PendingPut } from './commands.js';
-import type { ParsedCommand } from '../protocol/parser.js';
-import type { Waiter } from './waiters.js';
 
 const CR = 13;
 const LF = 10;
@@ -28,16 +27,32 @@ const MAX_IN_FLIGHT_BYTES = 4 << 20;
 
 const enum Mode { Command, Discard, Body, Skip }
 
-export interface Reservation { tube: string; /** local ms */ deadline: number }
+/** Sees every command's reply, in order, with the time it took (see Sidecar for the one in use). */
+export interface CommandObserver {
+  answered(command: string, reply: Buffer | readonly Buffer[], elapsedMs: number): void;
+}
 
-export class Connection {
+/** What a connection needs from the sidecar that accepted it. */
+export interface ConnectionHost {
+  readonly dispatcher: Dispatcher;
+  readonly log: Logger;
+  readonly observer: CommandObserver | null;
+  submit(op: AnyJobOp): void;
+  dueIn(ms: number): void;
+  becameProducer(): void;
+  becameWorker(): void;
+  /** The client shut its writing side: a blocked reserve ends with TIMED_OUT (beanstalkd). */
+  halfClosed(c: Connection): void;
+  closed(c: Connection): void;
+}
+
+export class Connection implements Session, BodyFraming {
   readonly owner: string;
   used = 'default';
   readonly watched: string[] = ['default'];
   readonly reserved = new Map<string, Reservation>();
   isProducer = false;
   isWorker = false;
-  waiter: Waiter | null = null;
   closed = false;
   /** The client shut its writing side: finish what it sent, then close. */
   private eof = false;
@@ -45,7 +60,8 @@ export class Connection {
   private readonly input = new ByteQueue();
   private mode = Mode.Command;
   private need = 0;
-  private put: PendingPut | null = null;
+  /** The command whose body is being read. */
+  private bodyOf: ParsedCommand | null = null;
   private busy = false;
   private corked = false;
   /** Batched commands of this connection not answered yet, and their body bytes. */
@@ -53,9 +69,11 @@ export class Connection {
   private inFlightBytes = 0;
   /** What waits for them: a command that does not join the batch, or a reply. */
   private held: ParsedCommand | Buffer | null = null;
+  /** Commands not answered yet, oldest first, when an observer wants them (replies leave in command order). */
+  private readonly unanswered: Array<{ name: string; at: number }> = [];
 
-  constructor(readonly id: number, readonly socket: net.Socket, readonly sidecar: Sidecar) {
-    this.owner = `${sidecar.nodeId}:${id}`;
+  constructor(readonly id: number, nodeId: string, readonly socket: net.Socket, private readonly host: ConnectionHost) {
+    this.owner = `${nodeId}:${id}`;
     socket.setNoDelay(true);
     socket.on('data', (d: Buffer) => { this.input.push(d); this.pump(); });
     socket.on('end', () => this.onEnd());
@@ -66,18 +84,25 @@ export class Connection {
 
   // ---- replies ----
 
-  send(b: Buffer): void {
+  answer(reply: Buffer | readonly Buffer[]): void {
     if (this.closed) return;
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();
       process.nextTick(this.uncork);
     }
-    this.socket.write(b);
+    if (Buffer.isBuffer(reply)) this.socket.write(reply);
+    else for (const part of reply) this.socket.write(part);
+    if (this.host.observer) this.observe(reply);
   }
 
-  sendAll(parts: Buffer[]): void {
-    for (const p of parts) this.send(p);
+  private observe(reply: Buffer | readonly Buffer[]): void {
+    const c = this.unanswered.shift();
+    if (c) this.host.observer!.answered(c.name, reply, performance.now() - c.at);
+  }
+
+  private received(name: string): void {
+    if (this.host.observer) this.unanswered.push({ name, at: performance.now() });
   }
 
   private readonly uncork = (): void => {
@@ -85,17 +110,22 @@ export class Connection {
     this.socket.uncork();
   };
 
+  fail(err: unknown): void {
+    this.host.log.error({ err, conn: this.id }, 'command failed');
+    this.answer(isStoreFull(err) ? REPLY.OUT_OF_MEMORY : REPLY.INTERNAL_ERROR);
+  }
+
   // ---- input ----
 
   /** Runs commands while input is complete and nothing holds the connection. */
-  pump(): void {
+  private pump(): void {
     let needInput = false;
     while (!this.busy && this.held === null && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT && !this.throttled()) {
       if (!this.step()) { needInput = true; break; }
     }
     if (this.closed) return;
     // EOF: every complete command has been answered; a partial one is dropped.
-    if (this.eof && needInput && this.inFlight === 0) { this.close(); return; }
+    if (this.eof && needInput && this.inFlight === 0) { this.quit(); return; }
     const full = this.input.length >= MAX_BUFFERED_INPUT + (this.mode === Mode.Body ? this.need : 0);
     if (full || this.socket.writableLength >= MAX_BUFFERED_OUTPUT) this.socket.pause();
     else this.socket.resume();
@@ -115,6 +145,7 @@ export class Connection {
         // 224 bytes and no line end: drop input up to the next CRLF, then BAD_FORMAT.
         this.input.skip(LIMITS.lineBytes);
         this.mode = Mode.Discard;
+        this.received('(too long)');
         return true;
       }
       case Mode.Discard: {
@@ -122,7 +153,7 @@ export class Connection {
         if (len > 0) {
           this.input.skip(len);
           this.mode = Mode.Command;
-          this.answer(REPLY.BAD_FORMAT);
+          this.answerAfterBatch(REPLY.BAD_FORMAT);
           return true;
         }
         if (len === 0) return false;
@@ -133,16 +164,16 @@ export class Connection {
         this.need -= this.input.skip(this.need);
         if (this.need > 0) return false;
         this.mode = Mode.Command;
-        this.answer(REPLY.JOB_TOO_BIG);
+        this.answerAfterBatch(REPLY.JOB_TOO_BIG);
         return true;
       }
       case Mode.Body: {
         if (this.input.length < this.need) return false;
         const chunk = this.input.take(this.need);
-        const put = this.put!;
-        this.put = null;
+        const cmd = this.bodyOf!;
+        this.bodyOf = null;
         this.mode = Mode.Command;
-        finishPut(this, put, chunk);
+        this.track(this.host.dispatcher.body(this, cmd, chunk));
         return true;
       }
     }
@@ -163,54 +194,53 @@ export class Connection {
 
   private execute(line: string): void {
     const cmd = parseCommand(line);
-    if (cmd === ParseError.BadFormat) return this.answer(REPLY.BAD_FORMAT);
-    if (cmd === ParseError.UnknownCommand) return this.answer(REPLY.UNKNOWN_COMMAND);
-    if (this.inFlight > 0 && !joinsBatch(this, cmd)) { this.held = cmd; return; }
-    this.track(dispatch(this, cmd));
+    if (cmd === ParseError.BadFormat || cmd === ParseError.UnknownCommand) {
+      this.received('(invalid)');
+      return this.answerAfterBatch(cmd === ParseError.BadFormat ? REPLY.BAD_FORMAT : REPLY.UNKNOWN_COMMAND);
+    }
+    this.received(cmd.spec.name);
+    if (this.inFlight > 0 && !this.host.dispatcher.joinsBatch(this, cmd)) { this.held = cmd; return; }
+    this.track(this.host.dispatcher.command(this, cmd));
   }
 
-  /** A reply that needs no Redis: now, or after the batched commands before it. */
-  private answer(b: Buffer): void {
+  /** A reply that needs no store: now, or after the batched commands before it. */
+  private answerAfterBatch(b: Buffer): void {
     if (this.inFlight > 0) this.held = b;
-    else this.send(b);
+    else this.answer(b);
   }
 
-  /** Hands a job command to the cross-connection batch; its completion answers. */
-  submit(op: BatchOp<Connection>): void {
+  submit(op: AnyJobOp): void {
     this.inFlight++;
     if (op.body) this.inFlightBytes += op.body.length;
-    this.sidecar.batcher.add(op);
+    this.host.submit(op);
   }
 
-  /** A batched command was answered; once all are, what waited runs. */
-  settled(op: BatchOp<Connection>): void {
+  settled(op: AnyJobOp): void {
     const wasThrottled = this.throttled();
     this.inFlight--;
     if (op.body) this.inFlightBytes -= op.body.length;
     if (this.inFlight === 0 && this.held !== null) {
       const held = this.held;
       this.held = null;
-      if (Buffer.isBuffer(held)) this.send(held);
-      else this.track(dispatch(this, held));
+      if (Buffer.isBuffer(held)) this.answer(held);
+      else this.track(this.host.dispatcher.command(this, held));
       this.pump();
     } else if (wasThrottled && !this.throttled()) {
       this.pump();
     }
   }
 
-  /** Enough of this client's commands wait for Redis: read no more for now. */
+  /** Enough of this client's commands wait for the store: read no more for now. */
   private throttled(): boolean {
     return this.inFlight >= MAX_IN_FLIGHT || this.inFlightBytes >= MAX_IN_FLIGHT_BYTES;
   }
 
-  /** Puts the connection into body mode after a valid put line. */
-  expectBody(put: PendingPut): void {
-    this.put = put;
-    this.need = put.bytes + 2;
+  readBody(cmd: ParsedCommand, bytes: number): void {
+    this.bodyOf = cmd;
+    this.need = bytes + 2;
     this.mode = Mode.Body;
   }
 
-  /** Skips a body that is too big, then answers JOB_TOO_BIG. */
   skipBody(bytes: number): void {
     this.need = bytes + 2;
     this.mode = Mode.Skip;
@@ -229,27 +259,63 @@ export class Connection {
   };
 
   private readonly failed = (err: unknown): void => {
-    this.commandFailed(err);
+    this.fail(err);
     this.done();
   };
 
-  /** A command's Redis call failed: the protocol's error reply, and a log line. */
-  commandFailed(err: unknown): void {
-    this.sidecar.log.error({ err, conn: this.id }, 'command failed');
-    this.send(isOutOfMemory(err) ? REPLY.OUT_OF_MEMORY : REPLY.INTERNAL_ERROR);
-  }
-
   private onEnd(): void {
     this.eof = true;
-    // A half-closed client ends a blocked reserve with TIMED_OUT (beanstalkd).
-    if (this.waiter) this.sidecar.waiters.timeOut(this.waiter);
+    this.host.halfClosed(this);
     this.pump();
+  }
+
+  // ---- session state ----
+
+  setUsed(tube: string): void { this.used = tube; }
+  addWatched(tube: string): void { this.watched.push(tube); }
+  removeWatched(tube: string): void { this.watched.splice(this.watched.indexOf(tube), 1); }
+
+  becomeProducer(): void {
+    if (this.isProducer) return;
+    this.isProducer = true;
+    this.host.becameProducer();
+  }
+
+  becomeWorker(): void {
+    if (this.isWorker) return;
+    this.isWorker = true;
+    this.host.becameWorker();
+  }
+
+  deliver(job: ReservedJob): void {
+    this.reserved.set(job.id, { tube: job.tube, deadline: Date.now() + job.ttr * 1000 });
+    // Make sure TTR expiry is noticed on time even if this sidecar is idle.
+    this.host.dueIn(job.ttr * 1000 + 5);
+    this.answer(jobReply('RESERVED', job.id, job.body));
+  }
+
+  renew(id: string, ttrSeconds: number): void {
+    const r = this.reserved.get(id);
+    if (r) r.deadline = Date.now() + ttrSeconds * 1000;
+  }
+
+  forget(id: string): void { this.reserved.delete(id); }
+
+  dueIn(ms: number): void { this.host.dueIn(ms); }
+
+  soonestDeadline(now: number): number {
+    let soonest = Infinity;
+    for (const [id, r] of this.reserved) {
+      if (r.deadline < now - 5000) { this.reserved.delete(id); continue; }
+      if (r.deadline > now && r.deadline < soonest) soonest = r.deadline;
+    }
+    return soonest;
   }
 
   // ---- lifetime ----
 
   /** quit, or EOF after the last command: send what is pending, then close. */
-  close(): void {
+  quit(): void {
     if (this.closed) return;
     this.socket.end();
     this.destroy();
@@ -259,28 +325,6 @@ export class Connection {
     if (this.closed) return;
     this.closed = true;
     if (!this.socket.destroyed && !this.socket.writableEnded) this.socket.destroy();
-    this.sidecar.connectionClosed(this);
+    this.host.closed(this);
   }
-
-  /** Hands a reserved job to the client and remembers it (deadline on the local clock). */
-  reserve(job: ReservedJob): void {
-    this.reserved.set(job.id, { tube: job.tube, deadline: Date.now() + job.ttr * 1000 });
-    // Make sure TTR expiry is noticed on time even if this sidecar is idle.
-    this.sidecar.armPromote(job.ttr * 1000 + 5);
-    this.sendAll(jobReply('RESERVED', job.id, job.body));
-  }
-
-  /** Soonest local deadline of this connection's reservations, dropping long-expired ones. */
-  soonestDeadline(now: number): number {
-    let soonest = Infinity;
-    for (const [id, r] of this.reserved) {
-      if (r.deadline < now - 5000) { this.reserved.delete(id); continue; }
-      if (r.deadline > now && r.deadline < soonest) soonest = r.deadline;
-    }
-    return soonest;
-  }
-}
-
-export function isOutOfMemory(err: unknown): boolean {
-  return err instanceof Error && err.message.startsWith('OOM');
 }

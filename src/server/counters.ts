@@ -1,7 +1,7 @@
 // This sidecar's connection-level counters (beanstalkd keeps them per
 // process). They are published to Redis as a snapshot with each heartbeat so
 // that `stats` / `stats-tube` on any sidecar add up every live sidecar.
-import { COMMAND_COUNTERS } from '../protocol/spec.js';
+import { COMMAND_COUNTERS } from '../protocol/stats.js';
 
 export interface TubeUse { using: number; watching: number; waiting: number }
 

@@ -5,25 +5,40 @@
 // waiter retries then. Timeouts and DEADLINE_SOON are local timers. Reserve
 // attempts go into the cross-connection batch in FIFO order, so the waiter
 // that came first gets the most urgent job.
+import type { Session } from '../commands/session.js';
 import { REPLY } from '../protocol/replies.js';
-import type { BatchOp, BatchResult, ReservedJob } from '../store/batcher.js';
-import type { Connection } from './connection.js';
-import type { Sidecar } from './sidecar.js';
+import type { ReadyListener } from '../store/job-store.js';
+import { jobOps, type AnyJobOp, type JobOp, type ReservedJob, type ReserveResult } from '../store/ops.js';
 
 type Outcome = 'timeout' | 'deadline';
 
-export interface Waiter {
-  conn: Connection;
-  tubes: readonly string[];
-  /** A reserve script call is in flight for this waiter. */
-  attempting: boolean;
+const enum State {
+  /** Waiting for a wake-up or a timer. */
+  Idle,
+  /** A reserve attempt is in the batch. */
+  Attempting,
   /** Something became ready while attempting: try once more. */
-  again: boolean;
+  AttemptAgain,
+  /** Answered, or its connection is gone. */
+  Done,
+}
+
+interface Waiter {
+  readonly session: Session;
+  readonly tubes: readonly string[];
+  state: State;
   /** Ends the wait once the attempt in flight (if any) found nothing. */
   outcome: Outcome | null;
-  done: boolean;
-  timers: NodeJS.Timeout[];
-  resolve: () => void;
+  readonly timers: NodeJS.Timeout[];
+  readonly resolve: () => void;
+}
+
+/** What the waiters need from the sidecar. */
+export interface WaitersHost {
+  submit(op: AnyJobOp): void;
+  waitingChanged(tubes: readonly string[], delta: 1 | -1): void;
+  /** A job reserved for a connection that is already gone goes back at once. */
+  giveBack(owner: string, job: ReservedJob): void;
 }
 
 /** Safety margin before a reservation's deadline (beanstalkd SAFETY_MARGIN). */
@@ -31,32 +46,30 @@ const SAFETY_MARGIN_MS = 1000;
 
 const OUTCOME_REPLY: Record<Outcome, Buffer> = { timeout: REPLY.TIMED_OUT, deadline: REPLY.DEADLINE_SOON };
 
-export class Waiters {
+export class Waiters implements ReadyListener {
   /** Waiters by watched tube; a Set iterates in insertion order, so each is first come, first served. */
   private readonly byTube = new Map<string, Set<Waiter>>();
-  private readonly all = new Set<Waiter>();
+  private readonly bySession = new Map<Session, Waiter>();
 
-  constructor(private readonly sidecar: Sidecar) {}
+  constructor(private readonly host: WaitersHost) {}
 
-  /** reserve / reserve-with-timeout (timeout in seconds, null = forever). */
-  wait(conn: Connection, timeoutSec: number | null): Promise<void> {
+  /** reserve / reserve-with-timeout (timeout in seconds, null = forever); settles once answered. */
+  wait(session: Session, timeoutSec: number | null): Promise<void> {
     return new Promise<void>((resolve) => {
-      const w: Waiter = { conn, tubes: [...conn.watched], attempting: false, again: false, outcome: null, done: false, timers: [], resolve };
+      const w: Waiter = { session, tubes: [...session.watched], state: State.Idle, outcome: null, timers: [], resolve };
       const now = Date.now();
-      const soonest = conn.soonestDeadline(now);
+      const soonest = session.soonestDeadline(now);
       if (soonest - SAFETY_MARGIN_MS <= now) w.outcome = 'deadline';
       else if (soonest !== Infinity) this.at(w, soonest - SAFETY_MARGIN_MS - now, 'deadline');
       if (timeoutSec === 0) w.outcome = w.outcome ?? 'timeout';
       else if (timeoutSec !== null) this.at(w, timeoutSec * 1000, 'timeout');
-      conn.waiter = w;
-      this.all.add(w);
+      this.bySession.set(session, w);
       for (const t of w.tubes) {
         let set = this.byTube.get(t);
         if (!set) { set = new Set(); this.byTube.set(t, set); }
         set.add(w);
       }
-      this.sidecar.counters.waitingDelta(w.tubes, 1);
-      this.sidecar.statsChanged();
+      this.host.waitingChanged(w.tubes, 1);
       this.attempt(w);
     });
   }
@@ -67,28 +80,33 @@ export class Waiters {
     if (!waiting) return;
     for (const w of waiting) {
       if (count <= 0) return;
-      if (!w.attempting) { this.attempt(w); count--; }
-      else if (!w.again) { w.again = true; count--; }
+      if (w.state === State.Idle) { this.attempt(w); count--; }
+      else if (w.state === State.Attempting) { w.state = State.AttemptAgain; count--; }
     }
   }
 
   /** After a lost subscription: every waiter looks again. */
-  wakeAll(): void {
-    for (const w of this.all) this.poke(w);
+  onResync(): void {
+    for (const w of this.bySession.values()) this.poke(w);
   }
 
   /** The client half-closed its socket: TIMED_OUT, as beanstalkd. */
-  timeOut(w: Waiter): void { this.settle(w, 'timeout'); }
+  timeOut(session: Session): void {
+    const w = this.bySession.get(session);
+    if (w) this.settle(w, 'timeout');
+  }
 
   /** The connection is gone. */
-  cancel(w: Waiter): void {
-    if (w.attempting) { w.done = true; this.remove(w); return; }
-    this.finish(w);
+  cancel(session: Session): void {
+    const w = this.bySession.get(session);
+    if (!w) return;
+    if (w.state === State.Idle) this.finish(w);
+    else { w.state = State.Done; this.remove(w); }
   }
 
   private poke(w: Waiter): void {
-    if (w.attempting) w.again = true;
-    else this.attempt(w);
+    if (w.state === State.Idle) this.attempt(w);
+    else if (w.state === State.Attempting) w.state = State.AttemptAgain;
   }
 
   private at(w: Waiter, ms: number, outcome: Outcome | null): void {
@@ -96,66 +114,63 @@ export class Waiters {
   }
 
   private settle(w: Waiter, outcome: Outcome): void {
-    if (w.done) return;
+    if (w.state === State.Done) return;
     w.outcome = w.outcome ?? outcome;
-    if (!w.attempting) this.reply(w, OUTCOME_REPLY[outcome]);
+    if (w.state === State.Idle) this.reply(w, OUTCOME_REPLY[outcome]);
   }
 
   private attempt(w: Waiter): void {
-    w.attempting = true;
-    w.again = false;
-    const { conn } = w;
-    this.sidecar.batcher.add<Waiter>({
-      code: 'v', owner: conn.owner, id: '', tube: '', tubes: w.tubes, pri: 0, delay: 0, ttr: 0, body: null, ctx: w, done: this.attempted,
-    });
+    w.state = State.Attempting;
+    this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes));
   }
 
-  private readonly attempted = (op: BatchOp<Waiter>, r: BatchResult, err: Error | null): void => {
+  private readonly attempted = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {
     const w = op.ctx;
-    w.attempting = false;
+    const again = w.state === State.AttemptAgain;
+    const gone = w.state === State.Done;
+    if (!gone) w.state = State.Idle;
     if (err) {
-      if (w.done) return;
-      w.conn.commandFailed(err);
+      if (gone) return;
+      w.session.fail(err);
       this.finish(w);
       return;
     }
     if (typeof r === 'object') {
-      if (w.done) this.sidecar.giveBack(w.conn.owner, r);
+      if (gone) this.host.giveBack(w.session.owner, r);
       else this.deliver(w, r);
       this.onReady(r.tube, 1); // there may be more: let the next waiter look
       return;
     }
-    if (w.done) return;
-    if (w.again) { this.attempt(w); return; }
+    if (gone) return;
+    if (again) { this.attempt(w); return; }
     if (w.outcome) { this.reply(w, OUTCOME_REPLY[w.outcome]); return; }
-    if ((r as number) >= 0) this.at(w, (r as number) + 2, null);
+    if (r >= 0) this.at(w, r + 2, null);
   };
 
   private deliver(w: Waiter, job: ReservedJob): void {
-    w.conn.reserve(job);
+    w.session.deliver(job);
     this.finish(w);
   }
 
   private reply(w: Waiter, b: Buffer): void {
-    w.conn.send(b);
+    w.session.answer(b);
     this.finish(w);
   }
 
   private remove(w: Waiter): void {
-    if (!this.all.delete(w)) return;
+    if (this.bySession.get(w.session) !== w) return;
+    this.bySession.delete(w.session);
     for (const t of w.tubes) {
       const set = this.byTube.get(t)!;
       set.delete(w);
       if (set.size === 0) this.byTube.delete(t);
     }
     for (const t of w.timers) clearTimeout(t);
-    w.conn.waiter = null;
-    this.sidecar.counters.waitingDelta(w.tubes, -1);
-    this.sidecar.statsChanged();
+    this.host.waitingChanged(w.tubes, -1);
   }
 
   private finish(w: Waiter): void {
-    w.done = true;
+    w.state = State.Done;
     this.remove(w);
     w.resolve();
   }

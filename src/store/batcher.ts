@@ -1,39 +1,12 @@
 // Cross-connection batching: job commands from every connection go into one
 // queue; whenever fewer than `maxInFlight` batch calls are out, everything
 // queued (up to the size caps) goes to Redis as ONE script call
-// (lua/batch.lua). Under load, batches form by themselves from what arrives
+// (lua/jobs/batch.lua). Under load, batches form by themselves from what arrives
 // during a round trip; a lone command on an idle sidecar is sent at the end
 // of the current event-loop turn, with no timer. Ops settle in the order
 // they were added, so each connection's replies come back in its order.
 
-/** lua/batch.lua op codes. */
-export type OpCode = 'p' | 'i' | 'd' | 'r' | 'b' | 't' | 'v';
-
-export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
-
-/**
- * put / use-up-id: the id; delete, release, bury: 1 or 0; touch: the ttr or 0;
- * reserve: the job, or ms until something may become reservable (-1: nothing known).
- */
-export type BatchResult = string | number | ReservedJob;
-
-export interface BatchOp<C = unknown> {
-  code: OpCode;
-  /** Who reserves / holds the job (sidecar:connection). */
-  owner: string;
-  id: string;
-  /** put, delete, release, bury, touch: the job's tube. */
-  tube: string;
-  /** reserve: the watched tubes. */
-  tubes: readonly string[];
-  pri: number;
-  delay: number;
-  ttr: number;
-  body: Buffer | null;
-  ctx: C;
-  /** Called once per op, in the order ops were added: with the result, or the error of the whole call. */
-  done: (op: BatchOp<C>, result: BatchResult, err: Error | null) => void;
-}
+import type { AnyJobOp, OpResult } from './ops.js';
 
 export interface BatchLimits {
   /** Most ops per script call: bounds how long one call holds Redis. */
@@ -44,14 +17,14 @@ export interface BatchLimits {
   maxInFlight: number;
 }
 
-export type ApplyBatch = (ops: readonly BatchOp[]) => Promise<BatchResult[]>;
+export type ApplyBatch = (ops: readonly AnyJobOp[]) => Promise<OpResult[]>;
 
 export class Batcher {
-  private queue: BatchOp[] = [];
+  private queue: AnyJobOp[] = [];
   private inFlight = 0;
   private opsInFlight = 0;
   private scheduled = false;
-  /** Calls made and ops sent, for stats and tests. */
+  /** Calls made and ops sent (for metrics). */
   calls = 0;
   ops = 0;
 
@@ -62,8 +35,8 @@ export class Batcher {
     private readonly report: (err: unknown) => void,
   ) {}
 
-  add<C>(op: BatchOp<C>): void {
-    this.queue.push(op as BatchOp);
+  add(op: AnyJobOp): void {
+    this.queue.push(op);
     if (!this.scheduled && this.inFlight < this.limits.maxInFlight) {
       this.scheduled = true;
       setImmediate(this.flush);
@@ -80,7 +53,7 @@ export class Batcher {
     while (this.queue.length > 0 && this.inFlight < this.limits.maxInFlight) this.send(this.take());
   };
 
-  private take(): BatchOp[] {
+  private take(): AnyJobOp[] {
     const { maxOps, maxBytes } = this.limits;
     let n = 0;
     let bytes = 0;
@@ -98,7 +71,7 @@ export class Batcher {
     return this.queue.splice(0, n);
   }
 
-  private send(batch: BatchOp[]): void {
+  private send(batch: AnyJobOp[]): void {
     this.inFlight++;
     this.opsInFlight += batch.length;
     this.calls++;
@@ -109,13 +82,13 @@ export class Batcher {
     );
   }
 
-  private settle(batch: BatchOp[], results: BatchResult[] | null, err: Error | null): void {
+  private settle(batch: AnyJobOp[], results: OpResult[] | null, err: Error | null): void {
     this.inFlight--;
     this.opsInFlight -= batch.length;
     for (let i = 0; i < batch.length; i++) {
       const op = batch[i]!;
       try {
-        op.done(op, results ? results[i]! : 0, err);
+        op.done(op, results ? results[i] : undefined, err);
       } catch (e) {
         this.report(e);
       }

@@ -1,27 +1,33 @@
 // vitest fixtures (kept apart from redstalk.ts, which scripts outside vitest use too).
 import { afterAll, afterEach, beforeAll, beforeEach } from 'vitest';
-import type { ServerOptions } from '../../src/index.js';
 import { startRedis, type TestRedis } from './redis.js';
-import { startRedstalk, type TestSidecar } from './redstalk.js';
+import { startRedstalk, type TestOptions, type TestSidecar } from './redstalk.js';
 import { WirePool, type Wire } from './wire.js';
 
-export interface SidecarPerTest {
+interface Started { port: number; prefix: string; stop(): Promise<void> }
+
+export interface SidecarPerTest<S extends Started> {
   readonly redis: TestRedis;
-  readonly sidecar: TestSidecar;
+  readonly sidecar: S;
   /** A connection to this test's sidecar, closed after the test. */
   dial(): Promise<Wire>;
   /** Replaces this test's sidecar by one with other options. */
-  restart(opts: Partial<ServerOptions>): Promise<void>;
+  restart(opts: Partial<TestOptions>): Promise<void>;
 }
 
-/** One redis-server for the file, a fresh sidecar (fresh key prefix) for each test. */
-export function sidecarPerTest(): SidecarPerTest {
+/**
+ * One redis-server for the file, a fresh sidecar (fresh key prefix) for each
+ * test: through the public API, or through `start` (e.g. startInside).
+ */
+export function sidecarPerTest<S extends Started = TestSidecar>(
+  start: (opts: TestOptions) => Promise<S> = startRedstalk as unknown as (opts: TestOptions) => Promise<S>,
+): SidecarPerTest<S> {
   let redis: TestRedis;
-  let sidecar: TestSidecar;
+  let sidecar: S;
   const pool = new WirePool();
   beforeAll(async () => { redis = await startRedis(); });
   afterAll(async () => { await redis.stop(); });
-  beforeEach(async () => { sidecar = await startRedstalk({ redisUrl: redis.url }); });
+  beforeEach(async () => { sidecar = await start({ redisUrl: redis.url }); });
   afterEach(async () => {
     pool.closeAll();
     await sidecar.stop();
@@ -32,7 +38,7 @@ export function sidecarPerTest(): SidecarPerTest {
     dial: () => pool.dial(sidecar.port),
     async restart(opts) {
       await sidecar.stop();
-      sidecar = await startRedstalk({ ...opts, redisUrl: redis.url });
+      sidecar = await start({ ...opts, redisUrl: redis.url });
     },
   };
 }

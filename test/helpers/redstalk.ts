@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer, type RedstalkServer, type ServerOptions } from '../../src/index.js';
+import { createServer, DEFAULTS, type RedstalkServer, type ServerOptions } from '../../src/index.js';
+import { createLogger } from '../../src/log.js';
+import { openSidecar, type OpenSidecar } from '../../src/open.js';
 import { freePort, waitForPort, waitForSocket } from './ports.js';
 import { startRedis, type TestRedis } from './redis.js';
 
@@ -13,18 +15,28 @@ export function uniquePrefix(): string {
   return `t${randomBytes(5).toString('hex')}`;
 }
 
-export interface TestSidecar { port: number; server: RedstalkServer; stop(): Promise<void>; }
+export interface TestSidecar { port: number; prefix: string; server: RedstalkServer; stop(): Promise<void>; }
 
-/** An in-process redstalk on a free loopback port, talking to the given Redis. */
-export async function startRedstalk(opts: Partial<ServerOptions> & { redisUrl: string }): Promise<TestSidecar> {
-  const server = await createServer({
-    host: '127.0.0.1',
-    port: 0,
-    prefix: uniquePrefix(),
-    logLevel: 'silent',
-    ...opts,
-  });
-  return { port: server.port, server, stop: () => server.close() };
+export type TestOptions = Partial<ServerOptions> & { redisUrl: string };
+
+function withTestDefaults(opts: TestOptions) {
+  return { host: '127.0.0.1', port: 0, prefix: uniquePrefix(), logLevel: 'silent', ...opts };
+}
+
+/** An in-process redstalk (the public API) on a free loopback port, talking to the given Redis. */
+export async function startRedstalk(opts: TestOptions): Promise<TestSidecar> {
+  const options = withTestDefaults(opts);
+  const server = await createServer(options);
+  return { port: server.port, prefix: options.prefix, server, stop: () => server.close() };
+}
+
+export interface InsideSidecar extends OpenSidecar { port: number; prefix: string; stop(): Promise<void> }
+
+/** A sidecar opened below the public API, for tests that look at its parts (batcher, store). */
+export async function startInside(opts: TestOptions): Promise<InsideSidecar> {
+  const o = { ...DEFAULTS, ...withTestDefaults(opts) };
+  const opened = await openSidecar({ ...o, listen: o.host }, createLogger(o.logLevel));
+  return { ...opened, port: opened.sidecar.port, prefix: o.prefix, stop: () => opened.sidecar.close() };
 }
 
 /** redis-server + one in-process redstalk; stop() tears both down. */

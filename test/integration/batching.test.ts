@@ -5,10 +5,11 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { sidecarPerTest } from '../helpers/fixtures.js';
+import { startInside } from '../helpers/redstalk.js';
 import type { Wire } from '../helpers/wire.js';
 
-const ctx = sidecarPerTest();
-const batcher = () => ctx.sidecar.server.sidecar.batcher;
+const ctx = sidecarPerTest(startInside);
+const batcher = () => ctx.sidecar.sidecar.batcher;
 
 /** Reads n replies (a RESERVED/FOUND line brings its body with it). */
 async function replies(w: Wire, n: number): Promise<string[]> {

@@ -1,11 +1,11 @@
 // Several sidecars on one Redis behave as one server.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { spawnRedstalk, startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
+import { spawnRedstalk, startInside, startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
 import { WirePool, yamlMap } from '../helpers/wire.js';
 
 let redis: TestRedis;
-const sidecars: TestSidecar[] = [];
+const sidecars: Array<{ port: number; stop(): Promise<void> }> = [];
 const pool = new WirePool();
 
 async function pair(): Promise<[TestSidecar, TestSidecar]> {
@@ -145,14 +145,14 @@ describe('two sidecars on one Redis', () => {
 describe('a sidecar cut off from Redis for longer than its lease', () => {
   it('re-registers its tubes when it comes back, even if another sidecar reaped it', async () => {
     const prefix = uniquePrefix();
-    const A = await startRedstalk({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
+    const A = await startInside({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
     const B = await startRedstalk({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
     sidecars.push(A, B);
     const a = await dial(A);
     await a.cmd('watch kept');
     // Simulate the reaper's view of a lapsed lease: A's refs and lease are dropped.
-    await A.server.sidecar.store.refTube('kept', A.server.sidecar.nodeId, 'drop');
-    await A.server.sidecar.store.forgetNode(A.server.sidecar.nodeId);
+    await A.backend.jobs.refTube('kept', A.sidecar.nodeId, 'drop');
+    await A.backend.jobs.forgetNode(A.sidecar.nodeId);
     const b = await dial(B);
     await b.cmd('use kept');
     await b.cmd('use default'); // B's last reference goes: the tube would be collected now if A's were lost

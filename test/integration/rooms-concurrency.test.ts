@@ -6,7 +6,7 @@
 // ROOM_SEEDS=1-200 explores more seeds.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Keys } from '../../src/store/keys.js';
+import { Layout, type ShardKeys } from '../../src/store/layout.js';
 import { mulberry32, parseSeeds } from '../differential/random.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
@@ -21,12 +21,12 @@ let redis: TestRedis;
 let sidecars: TestSidecar[];
 let wires: Wire[];
 let probe: Redis;
-let keys: Keys;
+let keys: ShardKeys;
 
 beforeAll(async () => {
   redis = await startRedis();
   const prefix = uniquePrefix();
-  keys = new Keys(prefix);
+  keys = new Layout(prefix).keys(0);
   sidecars = [await startRedstalk({ redisUrl: redis.url, prefix }), await startRedstalk({ redisUrl: redis.url, prefix })];
   wires = await Promise.all(Array.from({ length: CLIENTS }, (_, i) => Wire.connect(sidecars[i % 2]!.port)));
   probe = new Redis(redis.url);

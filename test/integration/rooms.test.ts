@@ -341,7 +341,7 @@ describe('stats-room and list-rooms', () => {
 
 describe('settings', () => {
   it('uses the sidecar\'s defaults until room-config, which persists in Redis', async () => {
-    const prefix = ctx.sidecar.server.sidecar.options.prefix;
+    const prefix = ctx.sidecar.prefix;
     await ctx.restart({ prefix, roomDefaults: { capacity: 1, checkinTimeout: 30, participantTimeout: 30, grace: 0 } });
     const a = await dial();
     expect(await a.cmd('enter small a')).toBe('ENTERED');
@@ -402,7 +402,7 @@ describe('one truth in Redis', () => {
   it('serves one room from two sidecars', async () => {
     const a = await dial();
     await configure(a, 'shared', 1, 30, 30, 0);
-    const other = await startRedstalk({ redisUrl: ctx.redis.url, prefix: ctx.sidecar.server.sidecar.options.prefix });
+    const other = await startRedstalk({ redisUrl: ctx.redis.url, prefix: ctx.sidecar.prefix });
     try {
       const b = await Wire.connect(other.port);
       expect(await a.cmd('enter shared x')).toBe('ENTERED');

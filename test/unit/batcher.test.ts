@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { Batcher, type BatchOp, type BatchResult, type BatchLimits } from '../../src/store/batcher.js';
+import { Batcher, type BatchLimits } from '../../src/store/batcher.js';
+import { jobOps, type Completion, type OpResult } from '../../src/store/ops.js';
 
-interface Call { ops: string[]; settle(results: BatchResult[] | Error): void }
+interface Call { ops: string[]; settle(results: OpResult[] | Error): void }
 
 /** A Batcher over a fake store whose calls the test settles by hand. */
 function harness(limits: Partial<BatchLimits> = {}) {
@@ -10,15 +11,14 @@ function harness(limits: Partial<BatchLimits> = {}) {
   const reported: unknown[] = [];
   const batcher = new Batcher(
     (ops) => new Promise((resolve, reject) => {
-      calls.push({ ops: ops.map((o) => o.id), settle: (r) => (r instanceof Error ? reject(r) : resolve(r)) });
+      calls.push({ ops: ops.map((o) => o.tube), settle: (r) => (r instanceof Error ? reject(r) : resolve(r)) });
     }),
     { maxOps: 100, maxBytes: 1 << 20, maxInFlight: 1, ...limits },
     (err) => reported.push(err),
   );
-  const add = (id: string, body: Buffer | null = null, done?: BatchOp['done']) => batcher.add({
-    code: 'p', owner: 'o', id, tube: 't', tubes: [], pri: 0, delay: 0, ttr: 1, body, ctx: null as unknown,
-    done: done ?? ((op, r, err) => settled.push(`${op.id}=${err ? `error:${err.message}` : String(r)}`)),
-  });
+  // Each op is a put whose tube names it in the test.
+  const add = (name: string, body = Buffer.alloc(0), done?: Completion<null, string>) => batcher.add(jobOps.put(null,
+    done ?? ((op, r, err) => settled.push(`${op.tube}=${err ? `error:${err.message}` : String(r)}`)), name, 0, 0, 1, body));
   const turn = () => new Promise((r) => setImmediate(r));
   return { batcher, calls, settled, reported, add, turn };
 }
@@ -91,7 +91,7 @@ describe('Batcher', () => {
 
   it('reports a completion that throws and still completes the other ops', async () => {
     const h = harness();
-    h.add('a', null, () => { throw new Error('bug'); });
+    h.add('a', undefined, () => { throw new Error('bug'); });
     h.add('b');
     await h.turn();
     h.calls[0]!.settle([1, 2]);
@@ -102,7 +102,7 @@ describe('Batcher', () => {
 
   it('includes ops added by completions in the very next call', async () => {
     const h = harness();
-    h.add('a', null, () => h.add('from-completion'));
+    h.add('a', undefined, () => h.add('from-completion'));
     await h.turn();
     h.add('b');
     h.calls[0]!.settle([1]);

@@ -5,8 +5,9 @@ import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
 import { ParseError, parseCommand } from '../../src/protocol/parser.js';
 import { COMMANDS, isValidName, MATCH_ORDER, PROTOCOL } from '../../src/protocol/spec.js';
-import { unhandledCommands } from '../../src/server/commands.js';
-import { yamlDict, yamlList } from '../../src/protocol/yaml.js';
+import { unhandledCommands } from '../../src/commands/dispatch.js';
+import { renderDocument } from '../../src/protocol/stats.js';
+import { yamlList } from '../../src/protocol/yaml.js';
 import { REPLY, SPEC_WORDS } from '../../src/protocol/replies.js';
 import { ROOT } from '../helpers/redstalk.js';
 
@@ -39,7 +40,8 @@ describe('protocol/commands.json', () => {
   });
 
   it('every command has a handler', () => {
-    expect(unhandledCommands()).toEqual([]);
+    expect(unhandledCommands(COMMANDS.map((c) => c.name))).toEqual([]);
+    expect(unhandledCommands(['no-such-command'])).toEqual(['no-such-command']);
   });
 
   it('lists the whole beanstalkd 1.13 command set, in which_cmd order, then the extensions', () => {
@@ -153,7 +155,10 @@ describe('parseCommand', () => {
 
 describe('yaml', () => {
   it('prints like beanstalkd 1.13', () => {
-    expect(yamlDict([['name', 'x'], ['n', 1], ['draining', false]])).toBe('---\nname: "x"\nn: 1\ndraining: false\n');
+    const job = { id: '1', tube: 'x', state: 'ready', pri: 0, age: 1, delay: 0, ttr: 60, 'time-left': 0, file: 0,
+      reserves: 0, timeouts: 0, releases: 0, buries: 0, kicks: 0 };
+    expect(renderDocument('stats-job', job)).toBe('---\nid: 1\ntube: "x"\nstate: ready\npri: 0\nage: 1\ndelay: 0\nttr: 60\n'
+      + 'time-left: 0\nfile: 0\nreserves: 0\ntimeouts: 0\nreleases: 0\nburies: 0\nkicks: 0\n');
     expect(yamlList(['a', 'b'])).toBe('---\n- a\n- b\n');
   });
 });

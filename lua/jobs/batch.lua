@@ -1,0 +1,201 @@
+#!lua
+--[[
+  Applies a batch of job commands from any connections, in order, in one
+  call: the sidecar sends what arrived while the previous call was in flight
+  (src/store/batcher.ts), so batches form by themselves under load and a
+  lone command goes out at once.
+  KEYS  8 globals, then 5 per tube (includes/jobs.lua)
+  ARGV  [1] events channel  [2] shard count  [3] this shard  [4] tube count n
+        [5..4+n] tube names (KEYS order), then the ops, each a code and its
+        fields (t = 1-based tube index):
+          'p' t pri delay ttr body    put                      -> id
+          'i'                         use up a job id          -> id
+                                      (a put that ends in EXPECTED_CRLF or
+                                      DRAINING, as beanstalkd)
+          'd' owner id t              delete                   -> 1 | 0
+          'r' owner id t pri delay    release                  -> 1 | 0
+          'b' owner id t pri          bury                     -> 1 | 0
+          't' owner id t              touch                    -> ttr s | 0
+          'v' owner k t1..tk          reserve from k tubes     -> {id, ttr s, body, t}
+                                      | ms until something may become reservable, or -1
+  Delete, release, bury and touch act only on a job that is not reserved, or
+  reserved by `owner` (delete), or reserved by `owner` (the others). Reserve
+  takes the most urgent ready job (lowest pri, then lowest id) of the tubes
+  that are not paused, after moving their due delayed jobs and expired
+  reservations to ready (once per batch).
+  Returns one result per op, in order.
+]]
+--- @include "jobs"
+local now = now_ms()
+local shards, shard, ntubes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local Ts, by_name = tubes_from(5, ntubes)
+local inserted, became_ready, deleted, emptied = {}, {}, {}, {}
+for i = 1, ntubes do inserted[i], became_ready[i], deleted[i] = 0, 0, 0 end
+
+-- A job id tells its shard: id = seq * shards + shard (1, 2, 3, ... with one shard).
+local function next_id()
+  return fmt_int(redis.call('INCR', K_SEQ) * shards + shard)
+end
+
+-- A job put or released with a delay waits; without one it is ready (and wakes a waiter).
+local function wait_or_ready(ti, id, j, delay)
+  if delay > 0 then
+    enter_delayed(Ts[ti], id, j, now, delay)
+  else
+    enter_ready(Ts[ti], id, j)
+    became_ready[ti] = became_ready[ti] + 1
+  end
+end
+
+local function put(ti, pri, delay, ttr, body)
+  local T = Ts[ti]
+  T.num = T.num or ensure_tube(T)
+  local id = next_id()
+  local j = { pri, delay, ttr, READY, now, 0, '', T.num, 0, 0, 0, 0, 0 }
+  wait_or_ready(ti, id, j, delay)
+  save_job(id, j, body)
+  inserted[ti] = inserted[ti] + 1
+  return id
+end
+
+local function delete(owner, id, ti)
+  local j = load_job(id)
+  if not j or (j[F_STATE] == RESERVED and j[F_OWNER] ~= owner) then return 0 end
+  leave_state(Ts[ti], id, j)
+  redis.call('HDEL', K_JOBS, id)
+  deleted[ti] = deleted[ti] + 1
+  emptied[ti] = true
+  return 1
+end
+
+local function release(owner, id, ti, pri, delay)
+  local j, body = load_reserved_by(id, owner)
+  if not j then return 0 end
+  local T = Ts[ti]
+  leave_reserved(T, id)
+  j[F_PRI] = pri
+  j[F_DELAY] = delay
+  j[F_RELEASES] = j[F_RELEASES] + 1
+  wait_or_ready(ti, id, j, delay)
+  save_job(id, j, body)
+  return 1
+end
+
+local function bury(owner, id, ti, pri)
+  local j, body = load_reserved_by(id, owner)
+  if not j then return 0 end
+  local T = Ts[ti]
+  leave_reserved(T, id)
+  j[F_PRI] = pri
+  j[F_BURIES] = j[F_BURIES] + 1
+  enter_buried(T, id, j)
+  save_job(id, j, body)
+  return 1
+end
+
+local function touch(owner, id, ti)
+  local j, body = load_reserved_by(id, owner)
+  if not j then return 0 end
+  j[F_DUE] = now + j[F_TTR] * 1000
+  redis.call('ZADD', K_RESERVED, j[F_DUE], member(id) .. Ts[ti].name)
+  save_job(id, j, body)
+  return j[F_TTR]
+end
+
+-- Housekeeping for reserves, once per tube per batch.
+local tidied, expired = {}, false
+local function tidy(ti)
+  if not expired then
+    expire_reservations(by_name, now, 100, {})
+    expired = true
+  end
+  if not tidied[ti] then
+    promote_delayed(Ts[ti], now, 1000)
+    tidied[ti] = tonumber(redis.call('HGET', Ts[ti].meta, 'pause-until') or '0')
+  end
+end
+
+local function reserve(owner, tis)
+  for _, ti in ipairs(tis) do tidy(ti) end
+  while true do
+    local best, best_pri, best_member
+    for _, ti in ipairs(tis) do
+      if tidied[ti] <= now then
+        local top = redis.call('ZRANGE', Ts[ti].ready, 0, 0, 'WITHSCORES')
+        if top[1] then
+          local pri = tonumber(top[2])
+          if not best or pri < best_pri or (pri == best_pri and top[1] < best_member) then
+            best, best_pri, best_member = ti, pri, top[1]
+          end
+        end
+      end
+    end
+    if not best then break end
+    local T = Ts[best]
+    redis.call('ZREM', T.ready, best_member)
+    local id = member_id(best_member)
+    local j, body = load_job(id)
+    if j then -- else a stale member of a job that is gone: look again
+      enter_reserved(T, id, j, now, owner)
+      save_job(id, j, body)
+      return { id, j[F_TTR], body, best }
+    end
+  end
+  -- Nothing now: when may something become reservable (a delay or a pause ending)?
+  local wake = -1
+  local function wake_at(t)
+    if wake < 0 or t < wake then wake = t end
+  end
+  for _, ti in ipairs(tis) do
+    if tidied[ti] > now and redis.call('ZCARD', Ts[ti].ready) > 0 then wake_at(tidied[ti]) end
+    local soonest = redis.call('ZRANGE', Ts[ti].delayed, 0, 0, 'WITHSCORES')
+    if soonest[1] then wake_at(tonumber(soonest[2])) end
+  end
+  if wake < 0 then return -1 end
+  return wake - now
+end
+
+local results = {}
+local a = 5 + ntubes
+while a <= #ARGV do
+  local op = ARGV[a]
+  local r
+  if op == 'p' then
+    r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5])
+    a = a + 6
+  elseif op == 'i' then
+    r = next_id()
+    a = a + 1
+  elseif op == 'd' then
+    r = delete(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]))
+    a = a + 4
+  elseif op == 'r' then
+    r = release(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))
+    a = a + 6
+  elseif op == 'b' then
+    r = bury(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]))
+    a = a + 5
+  elseif op == 't' then
+    r = touch(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]))
+    a = a + 4
+  elseif op == 'v' then
+    local k, tis = tonumber(ARGV[a + 2]), {}
+    for i = 1, k do tis[i] = tonumber(ARGV[a + 2 + i]) end
+    r = reserve(ARGV[a + 1], tis)
+    a = a + 3 + k
+  else
+    return redis.error_reply('ERR batch: unknown op ' .. tostring(op))
+  end
+  results[#results + 1] = r
+end
+
+local total = 0
+for i, T in ipairs(Ts) do
+  if inserted[i] > 0 then redis.call('HINCRBY', T.meta, 'total-jobs', inserted[i]) end
+  if deleted[i] > 0 then redis.call('HINCRBY', T.meta, 'cmd-delete', deleted[i]) end
+  if emptied[i] then collect_tube(T, now) end
+  notify_ready(ARGV[1], T.name, became_ready[i])
+  total = total + inserted[i]
+end
+if total > 0 then redis.call('HINCRBY', K_STATS, 'total-jobs', total) end
+return results

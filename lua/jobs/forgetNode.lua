@@ -1,0 +1,11 @@
+#!lua
+--[[
+  Removes a sidecar from the live set (clean shutdown, or reaping one whose
+  heartbeat expired, after its tube references were dropped with refTube).
+  KEYS  8 globals, then [9] that sidecar's stats hash
+  ARGV  [1] sidecar id
+]]
+--- @include "jobs"
+redis.call('ZREM', K_NODES, ARGV[1])
+redis.call('DEL', KEYS[9])
+return 1

@@ -1,0 +1,17 @@
+#!lua
+--[[
+  reserve-job: reserves a job by id when it is ready, delayed or buried, in
+  any tube, whatever the watch list or pauses.
+  KEYS  8 globals, then 5 for the job's tube
+  ARGV  [1] owner  [2] id  [3] tube name
+  Returns {1, id, ttr s, body}, or {0} when absent or already reserved.
+]]
+--- @include "jobs"
+local id = ARGV[2]
+local j, body = load_job(id)
+if not j or j[F_STATE] == RESERVED then return { 0 } end
+local T = tubes_from(3)[1]
+leave_state(T, id, j)
+enter_reserved(T, id, j, now_ms(), ARGV[1])
+save_job(id, j, body)
+return { 1, id, j[F_TTR], body }

@@ -1,0 +1,90 @@
+// The contract between the command handlers and the rest of the sidecar: a
+// handler sees one Session (what its connection may touch) and the Services
+// (what the sidecar offers every connection), nothing else.
+import type { CommandArgs, CommandName, JobStats, RoomStats, ServerStats, TubeStats } from '../protocol/generated.js';
+import type { JobStore } from '../store/job-store.js';
+import type { AnyJobOp, ReservedJob } from '../store/ops.js';
+import type { RoomStore } from '../store/room-store.js';
+
+export interface Reservation { readonly tube: string; /** local ms */ deadline: number }
+
+/** One connection, as its commands see it. */
+export interface Session {
+  /** Who holds this connection's reservations in the store (sidecar:connection). */
+  readonly owner: string;
+  readonly used: string;
+  readonly watched: readonly string[];
+  /** This connection's reservations, by job id. */
+  readonly reserved: ReadonlyMap<string, Reservation>;
+
+  /** The only way a reply leaves: in command order, one per command. */
+  answer(reply: Buffer | readonly Buffer[]): void;
+  /** A command's store call failed: the protocol's error reply (and a log line). */
+  fail(err: unknown): void;
+  /** Hands a job op to the cross-connection batch; its completion answers, then calls settled. */
+  submit(op: AnyJobOp): void;
+  settled(op: AnyJobOp): void;
+
+  setUsed(tube: string): void;
+  /** Adds a tube to the watch list (the caller checked it is not there). */
+  addWatched(tube: string): void;
+  removeWatched(tube: string): void;
+
+  /** Remembers a job reserved for this connection and sends it (RESERVED). */
+  deliver(job: ReservedJob): void;
+  renew(id: string, ttrSeconds: number): void;
+  forget(id: string): void;
+  /** A delay of this connection's job ends within ms: make sure it is noticed in time. */
+  dueIn(ms: number): void;
+  /** Soonest deadline of this connection's reservations (local ms), Infinity if none. */
+  soonestDeadline(now: number): number;
+
+  becomeProducer(): void;
+  becomeWorker(): void;
+  /** quit: send what is pending, then close. */
+  quit(): void;
+}
+
+export type TubeUse = 'using' | 'watching';
+
+export interface Services {
+  readonly jobs: JobStore;
+  readonly rooms: RoomStore;
+  /** Blocks the session in a reserve (timeout in seconds, null = forever) until it is answered. */
+  wait(s: Session, timeoutSeconds: number | null): Promise<void>;
+  /**
+   * A session starts (+1) or stops (-1) using or watching a tube. Starting may
+   * first create the tube in the store: then a promise, settled when it exists.
+   */
+  reference(tube: string, use: TubeUse, delta: 1 | -1): Promise<void> | undefined;
+  readonly stats: StatsSource;
+  readonly maxJobSize: number;
+  /** beanstalkd's drain mode: puts answer DRAINING. */
+  draining(): boolean;
+  countCommand(counter: string): void;
+}
+
+/** The typed stats model; the YAML replies and the public API render it. */
+export interface StatsSource {
+  server(): Promise<ServerStats>;
+  tube(name: string): Promise<TubeStats | null>;
+  job(id: string): Promise<JobStats | null>;
+  room(name: string): Promise<RoomStats | null>;
+}
+
+/**
+ * A command's handler: its parsed arguments as typed in protocol/commands.json.
+ * `body` is a body command's data without its terminator, or null when the
+ * terminator was wrong (EXPECTED_CRLF); other commands get null.
+ */
+export type Handler<K extends CommandName> = (s: Session, args: CommandArgs[K], svc: Services, body: Buffer | null) => Promise<void> | void;
+
+export type Handlers<K extends CommandName = CommandName> = { [P in K]: Handler<P> };
+
+/**
+ * Whether a command may run while its connection's batched commands are in
+ * flight: only one that goes into the batch itself (its reply then follows
+ * theirs). Others wait, to see their effects and to answer after them.
+ */
+export type BatchRule<K extends CommandName> = (s: Session, args: CommandArgs[K]) => boolean;
+export type BatchRules = { [P in CommandName]?: BatchRule<P> };

@@ -1,0 +1,128 @@
+// This sidecar's presence in the shared server: a heartbeat lease with a
+// snapshot of its counters (so `stats` on any sidecar adds up every live
+// one), its references to tubes (a tube nobody uses, watches or fills is
+// collected), and the reaping of sidecars whose heartbeat stopped.
+import type { Logger } from 'pino';
+import type { TubeUse } from '../commands/session.js';
+import type { JobStore, NodeSnapshot } from '../store/job-store.js';
+import type { Background } from './background.js';
+import type { Counters } from './counters.js';
+
+/** Coalesces counter changes into at most one snapshot write per interval. */
+const SNAPSHOT_INTERVAL_MS = 20;
+/** A sidecar counts as dead after this many missed beats; every this many beats, the dead are reaped. */
+const BEATS_PER_LEASE = 5;
+
+export class Presence {
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private snapshotTimer: NodeJS.Timeout | null = null;
+  private beats = 0;
+  private stopped = false;
+
+  constructor(
+    readonly nodeId: string,
+    private readonly jobs: JobStore,
+    private readonly counters: Counters,
+    private readonly heartbeatMs: number,
+    private readonly background: Background,
+    private readonly log: Logger,
+  ) {}
+
+  /** The first beat; `default` is held for the sidecar's whole life. */
+  async start(): Promise<void> {
+    await this.beat();
+    this.scheduleHeartbeat();
+  }
+
+  /**
+   * A connection starts/stops using or watching a tube. When this sidecar
+   * starts referencing the tube, the tube is created in the store first (the
+   * returned promise); when it stops, the tube may disappear.
+   */
+  reference(tube: string, use: TubeUse, delta: 1 | -1): Promise<void> | undefined {
+    const change = this.counters.reference(tube, use, delta);
+    this.statsChanged();
+    if (change === 0 || tube === 'default') return undefined;
+    const p = this.jobs.refTube(tube, this.nodeId, change);
+    if (change === 1) {
+      return p.catch((err: unknown) => {
+        this.counters.reference(tube, use, -1);
+        throw err;
+      });
+    }
+    this.background.track(p, 'unref tube');
+    return undefined;
+  }
+
+  /** Counters changed: publish a fresh snapshot soon. */
+  statsChanged(): void {
+    if (this.snapshotTimer || this.stopped) return;
+    this.snapshotTimer = setTimeout(() => {
+      this.snapshotTimer = null;
+      this.background.track(this.beat(), 'heartbeat');
+    }, SNAPSHOT_INTERVAL_MS);
+  }
+
+  /** Counter snapshots of the other live sidecars. */
+  async otherSnapshots(): Promise<NodeSnapshot[]> {
+    const { live } = await this.jobs.nodes();
+    return this.jobs.nodeSnapshots(live.filter((n) => n !== this.nodeId));
+  }
+
+  /** No more beats or snapshots (a graceful stop; leave() follows). */
+  stop(): void {
+    this.stopped = true;
+    for (const t of [this.heartbeatTimer, this.snapshotTimer]) if (t) clearTimeout(t);
+  }
+
+  /** Leaves the shared server cleanly: drops every reference and the lease. */
+  async leave(): Promise<void> {
+    for (const t of this.counters.tubes.keys()) await this.jobs.refTube(t, this.nodeId, 'drop');
+    await this.jobs.refTube('default', this.nodeId, 'drop');
+    await this.jobs.forgetNode(this.nodeId);
+  }
+
+  private async beat(): Promise<void> {
+    const fresh = await this.jobs.heartbeat(this.nodeId, this.heartbeatMs * BEATS_PER_LEASE, this.counters.snapshot());
+    if (fresh) await this.registerReferences();
+  }
+
+  /**
+   * (Re)claims every tube this sidecar references: at start (`default`), and
+   * after its lease lapsed (the store unreachable for a while) and another
+   * sidecar may have reaped it.
+   */
+  private async registerReferences(): Promise<void> {
+    const tubes = new Set(['default']);
+    for (const [tube, use] of this.counters.tubes) if (use.using + use.watching > 0) tubes.add(tube);
+    for (const tube of tubes) {
+      await this.jobs.refTube(tube, this.nodeId, 'drop');
+      await this.jobs.refTube(tube, this.nodeId, 1);
+    }
+  }
+
+  private scheduleHeartbeat(): void {
+    if (this.stopped) return;
+    this.heartbeatTimer = setTimeout(() => {
+      this.background.track(this.beat(), 'heartbeat');
+      if (++this.beats % BEATS_PER_LEASE === 0) this.background.track(this.reapDeadSidecars(), 'reaping');
+      this.scheduleHeartbeat();
+    }, this.heartbeatMs);
+  }
+
+  /** Drops the tube references of sidecars whose heartbeat stopped. */
+  private async reapDeadSidecars(): Promise<void> {
+    const { dead } = await this.jobs.nodes();
+    for (const node of dead) {
+      const [snapshot] = await this.jobs.nodeSnapshots([node]);
+      const tubes = new Set<string>(['default']);
+      for (const field of Object.keys(snapshot ?? {})) {
+        const m = /^(?:using|watching):(.+)$/.exec(field);
+        if (m) tubes.add(m[1]!);
+      }
+      for (const t of tubes) await this.jobs.refTube(t, node, 'drop');
+      await this.jobs.forgetNode(node);
+      this.log.info({ node }, 'reaped a dead sidecar');
+    }
+  }
+}

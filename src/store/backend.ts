@@ -1,0 +1,12 @@
+// A storage backend as the sidecar sees it: a job store, a room store, and
+// the wake-up events, opened and closed together.
+import type { JobStore, ReadyListener } from './job-store.js';
+import type { RoomStore } from './room-store.js';
+
+export interface Backend {
+  readonly jobs: JobStore;
+  readonly rooms: RoomStore;
+  /** Connects and starts delivering wake-ups to the listener. */
+  open(listener: ReadyListener): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,68 @@
+// What the server may ask of a job store: the contract between server/ and
+// any backend (today: Redis, src/store/redis/). Values in, values out; no
+// backend type crosses it. Errors are StoreError (src/store/errors.ts).
+import type { AnyJobOp, OpResult, ReservedJob } from './ops.js';
+
+export type JobState = 'ready' | 'delayed' | 'reserved' | 'buried';
+
+/** One job as stored, with times in ms (the server turns them into stats-job's seconds). */
+export interface JobInfo {
+  id: string; tube: string; state: JobState;
+  pri: number; ageMs: number; delay: number; ttr: number; timeLeftMs: number;
+  reserves: number; timeouts: number; releases: number; buries: number; kicks: number;
+}
+
+export interface TubeCounts {
+  urgent: number; ready: number; reserved: number; delayed: number; buried: number;
+  totalJobs: number; cmdDelete: number; cmdPauseTube: number; pause: number; pauseLeftMs: number;
+}
+
+export interface TotalCounts { tubes: Map<string, TubeCounts>; totalJobs: number; jobTimeouts: number }
+
+export interface PeekedJob { id: string; body: Buffer }
+
+export type PeekState = 'ready' | 'delayed' | 'buried';
+
+/** A counters snapshot of a sidecar, as published with its heartbeat. */
+export type NodeSnapshot = Record<string, string>;
+
+export interface JobStore {
+  /** Applies ops from any connections as one atomic call, in order; one result per op. */
+  apply(ops: readonly AnyJobOp[]): Promise<OpResult[]>;
+
+  /** The tube of a job, or null when it does not exist (a job never changes tube). */
+  jobTube(id: string): Promise<string | null>;
+  reserveJob(owner: string, id: string, tube: string): Promise<ReservedJob | null>;
+  /** Up to `bound` buried jobs of the tube, or if none, delayed ones, to ready; how many moved. */
+  kick(tube: string, bound: number): Promise<number>;
+  kickJob(id: string, tube: string): Promise<boolean>;
+  /** A closed connection's reservations go back to ready; how many did. */
+  releaseOwned(owner: string, jobs: Iterable<readonly [id: string, tube: string]>): Promise<number>;
+  pauseTube(tube: string, delaySeconds: number): Promise<boolean>;
+
+  peekJob(id: string): Promise<PeekedJob | null>;
+  peekTube(tube: string, state: PeekState): Promise<PeekedJob | null>;
+  jobInfo(id: string): Promise<JobInfo | null>;
+  /** Counts of the named tubes (only those that exist) plus the global totals. */
+  tubeCounts(names: readonly string[]): Promise<TotalCounts>;
+  listTubes(): Promise<string[]>;
+
+  /** A sidecar starts (+1) or stops (-1) referencing a tube, or drops all its references ('drop'). */
+  refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void>;
+  /** Renews a sidecar's lease with its counters; true when it had none (first beat, or it lapsed). */
+  heartbeat(node: string, ttlMs: number, snapshot: ReadonlyArray<string | number>): Promise<boolean>;
+  forgetNode(node: string): Promise<void>;
+  /** Sidecars by whether their lease is current (judged on the store's clock). */
+  nodes(): Promise<{ live: string[]; dead: string[] }>;
+  nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]>;
+
+  /** Moves due delayed jobs and expired reservations to ready; ms until the next is due, or -1. */
+  promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }>;
+}
+
+/** Wake-ups from the store: jobs became ready somewhere (any sidecar may have caused it). */
+export interface ReadyListener {
+  onReady(tube: string, count: number): void;
+  /** The event link was lost and is back: wake-ups may have been missed. */
+  onResync(): void;
+}

@@ -1,0 +1,103 @@
+// Where everything lives in Redis. The data set is split into shards; every
+// key of a shard shares the hash tag `{prefix:shard}`, so each script touches
+// one slot (atomic, and Cluster-safe). A tube and a waiting room live in the
+// shard their name hashes to; a job id tells its shard (id = seq * shards +
+// shard, lua/jobs/batch.lua). With one shard, everything is in `{prefix:0}`.
+
+export class Layout {
+  private readonly shardKeys: ShardKeys[];
+
+  constructor(readonly prefix: string, readonly shards = 1) {
+    if (!Number.isInteger(shards) || shards < 1) throw new RangeError(`shards must be a positive integer, not ${shards}`);
+    this.shardKeys = Array.from({ length: shards }, (_, i) => new ShardKeys(prefix, i, shards));
+  }
+
+  /** The shard of a tube (or a waiting room): a stable hash of its name. */
+  shardOf(name: string): number {
+    return this.shards === 1 ? 0 : fnv1a(name) % this.shards;
+  }
+
+  /** The shard a job id was made in. */
+  shardOfId(id: string): number {
+    return this.shards === 1 ? 0 : Number(BigInt(id) % BigInt(this.shards));
+  }
+
+  keys(shard: number): ShardKeys {
+    const keys = this.shardKeys[shard];
+    if (!keys) throw new RangeError(`no shard ${shard} of ${this.shards}`);
+    return keys;
+  }
+}
+
+/** 32-bit FNV-1a over the name's UTF-16 code units: the same on every sidecar, cheap, well spread. */
+function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** The keys of one shard, in the orders the Lua scripts expect them. */
+export class ShardKeys {
+  readonly tag: string;
+  /** The 8 keys every job script receives first (lua/includes/jobs.lua). */
+  readonly globals: readonly string[];
+  /** Pub/sub channel announcing "<count> <tube>" when jobs become ready. */
+  readonly events: string;
+  readonly tubes: string;
+  readonly nodes: string;
+  /** All tubes' delayed jobs and reservations, by due time (the promotion timer reads them). */
+  readonly delayed: string;
+  readonly reserved: string;
+  /** The index of waiting rooms. */
+  readonly rooms: string;
+  private tubeKeys = new Map<string, readonly string[]>();
+
+  constructor(prefix: string, readonly shard: number, readonly shards: number) {
+    const t = `{${prefix}:${shard}}`;
+    this.tag = t;
+    this.tubes = `${t}:tubes`;
+    this.nodes = `${t}:nodes`;
+    this.delayed = `${t}:delayed`;
+    this.reserved = `${t}:reserved`;
+    this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, `${t}:stats`, this.tubes, this.nodes, `${t}:seq`];
+    this.events = `${t}:events`;
+    this.rooms = `${t}:rooms`;
+  }
+
+  /** The 5 keys of a tube, in the order job scripts expect them (cached: every batch needs them). */
+  tube(name: string): readonly string[] {
+    let keys = this.tubeKeys.get(name);
+    if (keys) return keys;
+    // Tube names come from clients: bound the cache rather than let it grow.
+    if (this.tubeKeys.size >= MAX_CACHED_TUBES) this.tubeKeys = new Map();
+    const base = `${this.tag}:tube:${name}`;
+    keys = [base, `${base}:ready`, `${base}:delayed`, `${base}:buried`, `${base}:refs`];
+    this.tubeKeys.set(name, keys);
+    return keys;
+  }
+
+  /** A sidecar's counters snapshot (lua/jobs/heartbeat.lua). */
+  node(id: string): string {
+    return `${this.tag}:node:${id}`;
+  }
+
+  /** The 7 keys of a waiting room, in the order lua/includes/room.lua expects them (the index first). */
+  room(name: string): string[] {
+    const base = `${this.tag}:room:${name}`;
+    return [this.rooms, base, `${base}:inside`, `${base}:tickets`, `${base}:line`, `${base}:seen`, `${base}:admits`];
+  }
+}
+
+const MAX_CACHED_TUBES = 10_000;
+
+/**
+ * The tube a member of the global delayed/reserved zsets names: members are
+ * the id's digit count as one character, the id, then the tube name
+ * (lua/includes/jobs.lua member()).
+ */
+export function memberTube(member: string): string {
+  return member.slice(1 + member.charCodeAt(0) - 48);
+}

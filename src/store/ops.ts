@@ -1,0 +1,70 @@
+// The job-op model: what server/ hands to the cross-connection batch, built
+// only here. Every op has one object shape (V8 keeps one hidden class), and
+// each kind fixes the type of its result, so completions need no casts.
+
+/** The op kinds (also lua/jobs/batch.lua's op codes). */
+export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v' }
+
+export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
+
+/**
+ * put / burn-id: the new id; delete, release, bury: whether it applied;
+ * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the job,
+ * or ms until something may become reservable (-1: nothing known).
+ */
+export type OpResult = string | boolean | number | ReservedJob;
+export type ReserveResult = ReservedJob | number;
+
+/** Called once per op, in the order ops were added: with the result, or the error of the whole call. */
+export type Completion<C, R> = (op: JobOp<C, R>, result: R, err: Error | null) => void;
+
+export interface JobOp<C = unknown, R = OpResult> {
+  readonly code: OpCode;
+  /** Who reserves / holds the job (sidecar:connection). */
+  readonly owner: string;
+  readonly id: string;
+  /** put, delete, release, bury, touch: the job's tube. */
+  readonly tube: string;
+  /** reserve: the watched tubes. */
+  readonly tubes: readonly string[];
+  readonly pri: number;
+  readonly delay: number;
+  readonly ttr: number;
+  readonly body: Buffer | null;
+  /** The caller's context (a connection, a waiter), handed back to `done`. */
+  readonly ctx: C;
+  readonly done: Completion<C, R>;
+}
+
+const NO_TUBES: readonly string[] = [];
+
+function op<C, R>(code: OpCode, ctx: C, done: Completion<C, R>, owner: string, id: string, tube: string,
+  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null): JobOp<C, R> {
+  return { code, owner, id, tube, tubes, pri, delay, ttr, body, ctx, done };
+}
+
+/** The op builders: the only place a JobOp literal is written. */
+export const jobOps = {
+  put: <C>(ctx: C, done: Completion<C, string>, tube: string, pri: number, delay: number, ttr: number, body: Buffer) =>
+    op(OpCode.Put, ctx, done, '', '', tube, NO_TUBES, pri, delay, ttr, body),
+  /** A put that ends in EXPECTED_CRLF or DRAINING still uses up a job id, as in beanstalkd. */
+  burnId: <C>(ctx: C, done: Completion<C, string>) =>
+    op(OpCode.BurnId, ctx, done, '', '', '', NO_TUBES, 0, 0, 0, null),
+  delete: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string) =>
+    op(OpCode.Delete, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
+  release: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string, pri: number, delay: number) =>
+    op(OpCode.Release, ctx, done, owner, id, tube, NO_TUBES, pri, delay, 0, null),
+  bury: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string, pri: number) =>
+    op(OpCode.Bury, ctx, done, owner, id, tube, NO_TUBES, pri, 0, 0, null),
+  touch: <C>(ctx: C, done: Completion<C, number>, owner: string, id: string, tube: string) =>
+    op(OpCode.Touch, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
+  reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[]) =>
+    op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null),
+};
+
+/**
+ * An op of any context and result, as the batcher and the store see it: they
+ * only carry the context and hand the result of the op's own kind back.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyJobOp = JobOp<any, any>;

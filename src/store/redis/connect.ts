@@ -1,0 +1,55 @@
+// The ioredis clients: `redis://` / `rediss://` URLs name one server;
+// `redis-cluster://h1:p1,h2:p2` names seed nodes of a Redis Cluster (every
+// key of a script shares one hash tag, so each script runs on the node
+// owning that slot). And the mapping of Redis errors to store errors.
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { StoreError } from '../errors.js';
+
+export type RedisClient = Redis | Cluster;
+
+export function connectRedis(url: string, options: RedisOptions): RedisClient {
+  const cluster = /^redis-cluster:\/\/(.+)$/.exec(url);
+  if (!cluster) return new Redis(url, options);
+  const seeds = cluster[1]!.split(',').map((hostPort) => {
+    const [host, port] = hostPort.split(':');
+    return { host: host!, port: Number(port ?? 6379) };
+  });
+  const { lazyConnect, enableOfflineQueue, ...redisOptions } = options;
+  return new Cluster(seeds, { lazyConnect, enableOfflineQueue, redisOptions, clusterRetryStrategy: options.retryStrategy as (n: number) => number });
+}
+
+/** Options of the command link: fail fast rather than queue, so a dead Redis answers INTERNAL_ERROR quickly. */
+export function commandLinkOptions(timeoutMs: number): RedisOptions {
+  return {
+    lazyConnect: true,
+    // Job commands are batched by src/store/batcher.ts; auto-pipelining would only wrap each call in a pipeline.
+    enableAutoPipelining: false,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    commandTimeout: timeoutMs,
+    connectTimeout: timeoutMs,
+    retryStrategy: reconnectDelay,
+  };
+}
+
+export function reconnectDelay(times: number): number {
+  return Math.min(times * 100, 1000);
+}
+
+/**
+ * A Redis error as a store error. Only the message is kept: ioredis errors
+ * carry the command's arguments (a job body, for a put), which must never
+ * reach a log.
+ */
+export function storeError(err: unknown): StoreError {
+  if (err instanceof StoreError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  // Redis refuses a script that may write while over maxmemory: "OOM command not allowed ...".
+  return new StoreError(message.startsWith('OOM') ? 'full' : 'failed', message);
+}
+
+/** Runs a Redis call, turning its failure into a StoreError. */
+export function mapped<T>(p: Promise<T>): Promise<T> {
+  return p.catch((err: unknown) => { throw storeError(err); });
+}

@@ -1,0 +1,178 @@
+// The job store on Redis, for one shard's keys: every state change is one
+// Lua script (lua/jobs/) with its keys in KEYS and time from Redis. Reads that
+// need no atomicity use plain commands.
+import type { AnyJobOp, OpResult, ReservedJob } from '../ops.js';
+import type { JobInfo, JobState, JobStore, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
+import { memberTube, type ShardKeys } from '../layout.js';
+import { decodeBatch, encodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
+import { mapped, type RedisClient } from './connect.js';
+import type { BoundScript } from './scripts.js';
+
+/** peekJob.lua's reply without the body (includes/jobs.lua job_reply), in order. */
+export const JOB_INFO_REPLY = ['id', 'tube', 'state', 'pri', 'ageMs', 'delay', 'ttr', 'timeLeftMs',
+  'reserves', 'timeouts', 'releases', 'buries', 'kicks'] as const;
+/** tubeCounts.lua's reply per tube, in order; then the global total-jobs and job-timeouts. */
+export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'delayed', 'buried',
+  'totalJobs', 'cmdDelete', 'cmdPauseTube', 'pause', 'pauseLeftMs'] as const;
+
+const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
+
+type Args = Array<string | number | Buffer>;
+
+/** Redis' TIME reply ([seconds, microseconds]) in milliseconds. */
+function redisMs([seconds, micros]: [string, string]): number {
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+}
+
+export class RedisJobStore implements JobStore {
+  /** Redis' clock minus ours (ms), learned from each promotion tick. */
+  private clockOffset = 0;
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly scripts: ReadonlyMap<string, BoundScript>,
+    private readonly keys: ShardKeys,
+  ) {}
+
+  /** Calls a job script with the 8 global keys, then 5 keys per tube, then args. */
+  private run(name: string, tubes: readonly string[], args: Args, buffers = false): Promise<unknown> {
+    return this.call(name, scriptKeys(this.keys, tubes), args, buffers);
+  }
+
+  private call(name: string, keys: readonly string[], args: Args, buffers = false): Promise<unknown> {
+    const script = this.scripts.get(name)!;
+    return mapped((buffers ? script.buffers : script.strings)(keys.length, ...keys, ...args));
+  }
+
+  async apply(ops: readonly AnyJobOp[]): Promise<OpResult[]> {
+    const { keys, args, tubes } = encodeBatch(ops, this.keys);
+    const raw = (await this.call('batch', keys, args, true)) as unknown[];
+    return decodeBatch(ops, raw, tubes);
+  }
+
+  async jobTube(id: string): Promise<string | null> {
+    const t = await this.run('jobTube', [], [id]);
+    return t === null ? null : String(t);
+  }
+
+  async reserveJob(owner: string, id: string, tube: string): Promise<ReservedJob | null> {
+    const r = (await this.run('reserveJob', [tube], [owner, id, tube], true)) as unknown[];
+    if (r[0] === 0) return null;
+    return { id, tube, ttr: r[2] as number, body: r[3] as Buffer };
+  }
+
+  /** In chunks, so one huge bound never blocks Redis for long. */
+  async kick(tube: string, bound: number, chunk = 1000): Promise<number> {
+    let kicked = 0;
+    let mode = '';
+    while (kicked < bound) {
+      const step = Math.min(chunk, bound - kicked);
+      const [n, used] = (await this.run('kick', [tube], [this.keys.events, step, mode, tube])) as [number, string];
+      kicked += n;
+      mode = used;
+      if (n < step) break;
+    }
+    return kicked;
+  }
+
+  async kickJob(id: string, tube: string): Promise<boolean> {
+    return (await this.run('kickJob', [tube], [this.keys.events, id, tube])) === 1;
+  }
+
+  async releaseOwned(owner: string, jobs: Iterable<readonly [string, string]>): Promise<number> {
+    const tubes = new TubeIndex();
+    const pairs: Args = [];
+    for (const [id, tube] of jobs) pairs.push(id, tubes.of(tube));
+    if (pairs.length === 0) return 0;
+    const names = tubes.names;
+    return (await this.run('releaseOwned', names, [this.keys.events, owner, names.length, ...names, ...pairs])) as number;
+  }
+
+  async pauseTube(tube: string, delaySeconds: number): Promise<boolean> {
+    return (await this.run('pauseTube', [tube], [this.keys.events, delaySeconds, tube])) === 1;
+  }
+
+  async peekJob(id: string): Promise<PeekedJob | null> {
+    const r = (await this.run('peekJob', [], [id, '1'], true)) as unknown[];
+    if (r.length === 0) return null;
+    return { id, body: r[r.length - 1] as Buffer };
+  }
+
+  async peekTube(tube: string, state: PeekState): Promise<PeekedJob | null> {
+    const r = (await this.run('peekTube', [tube], [state], true)) as unknown[];
+    if (r.length === 0) return null;
+    return { id: text(r[0]), body: r[1] as Buffer };
+  }
+
+  async jobInfo(id: string): Promise<JobInfo | null> {
+    const r = (await this.run('peekJob', [], [id, '0'])) as Array<string | number>;
+    if (r.length === 0) return null;
+    const v = Object.fromEntries(JOB_INFO_REPLY.map((name, i) => [name, Number(r[i])])) as Record<(typeof JOB_INFO_REPLY)[number], number>;
+    return { ...v, id: String(r[0]), tube: String(r[1]), state: STATES[v.state - 1]! };
+  }
+
+  async tubeCounts(names: readonly string[]): Promise<TotalCounts> {
+    const r = (await this.run('tubeCounts', names, [...names])) as number[];
+    const width = TUBE_COUNTS_REPLY.length;
+    const tubes = new Map<string, TubeCounts>();
+    names.forEach((name, t) => {
+      const v = Object.fromEntries(TUBE_COUNTS_REPLY.map((field, i) => [field, r[t * width + i]!])) as Record<(typeof TUBE_COUNTS_REPLY)[number], number>;
+      if (v.exists !== 1) return;
+      const { exists: _exists, ...counts } = v;
+      tubes.set(name, counts);
+    });
+    const g = names.length * width;
+    return { tubes, totalJobs: r[g]!, jobTimeouts: r[g + 1]! };
+  }
+
+  listTubes(): Promise<string[]> {
+    return mapped(this.redis.smembers(this.keys.tubes));
+  }
+
+  async refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void> {
+    await this.run('refTube', [tube], [node, delta, tube]);
+  }
+
+  async heartbeat(node: string, ttlMs: number, snapshot: ReadonlyArray<string | number>): Promise<boolean> {
+    return (await this.call('heartbeat', [...this.keys.globals, this.keys.node(node)], [node, ttlMs, ...snapshot])) === 1;
+  }
+
+  async forgetNode(node: string): Promise<void> {
+    await this.call('forgetNode', [...this.keys.globals, this.keys.node(node)], [node]);
+  }
+
+  async nodes(): Promise<{ live: string[]; dead: string[] }> {
+    const [[, time], [, all]] = (await mapped(this.redis.multi().time().zrange(this.keys.nodes, 0, -1, 'WITHSCORES').exec())) as [[null, [string, string]], [null, string[]]];
+    const now = redisMs(time);
+    const live: string[] = [];
+    const dead: string[] = [];
+    for (let i = 0; i < all.length; i += 2) (Number(all[i + 1]) > now ? live : dead).push(all[i]!);
+    return { live, dead };
+  }
+
+  async nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]> {
+    if (nodes.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const n of nodes) p.hgetall(this.keys.node(n));
+    const res = (await mapped(p.exec())) ?? [];
+    return res.map(([, v]) => (v ?? {}) as NodeSnapshot);
+  }
+
+  /**
+   * Finds which tubes have due delayed jobs or expired reservations (reading
+   * only entries due by now on Redis' clock, as last estimated), then moves
+   * them in one script call, which decides on Redis' own clock.
+   */
+  async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {
+    const dueBy = Date.now() + this.clockOffset + 50;
+    const [[, time], [, delayed], [, reserved]] = (await mapped(this.redis.multi()
+      .time()
+      .zrangebyscore(this.keys.delayed, '-inf', dueBy, 'LIMIT', 0, limit)
+      .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit)
+      .exec())) as [[null, [string, string]], [null, string[]], [null, string[]]];
+    this.clockOffset = redisMs(time) - Date.now();
+    const names = [...new Set([...delayed, ...reserved].map(memberTube))];
+    const [moved, nextDueMs] = (await this.run('promoteDue', names, [this.keys.events, limit, ...names])) as [number, number];
+    return { moved, nextDueMs };
+  }
+}

@@ -1,0 +1,62 @@
+// Loads lua/jobs/*.lua and lua/rooms/*.lua once, expands `--- @include "name"`
+// lines from lua/includes/, and registers each script once with ioredis'
+// defineCommand (EVALSHA, falling back to EVAL on NOSCRIPT, e.g. after a
+// Redis restart). Scripts flagged `no-writes` are registered read-only.
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A script call: key count, keys, then arguments. */
+export type ScriptFn = (...args: Array<string | number | Buffer>) => Promise<unknown>;
+
+/** One script, with string replies and with Buffer replies (job bodies stay bytes). */
+export interface BoundScript { readonly strings: ScriptFn; readonly buffers: ScriptFn }
+
+/** The two script folders: two key contracts (includes/jobs.lua, includes/room.lua). */
+export type ScriptFolder = 'jobs' | 'rooms';
+
+export type Scripts = Record<ScriptFolder, ReadonlyMap<string, BoundScript>>;
+
+/** lua/ sits next to src/ and next to dist/ in the published package. */
+function luaDir(): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const candidate of [path.resolve(here, '../../../lua'), path.resolve(here, '../lua')]) {
+    try {
+      readdirSync(path.join(candidate, 'includes'));
+      return candidate;
+    } catch { /* try the next layout */ }
+  }
+  throw new Error('redstalk: cannot find the lua/ folder');
+}
+
+const INCLUDE = /^--- @include "([a-zA-Z0-9_-]+)"$/gm;
+
+function expandIncludes(source: string, dir: string, seen = new Set<string>()): string {
+  return source.replace(INCLUDE, (_all, name: string) => {
+    if (seen.has(name)) return ''; // each include once per script
+    seen.add(name);
+    return expandIncludes(readFileSync(path.join(dir, 'includes', `${name}.lua`), 'utf8'), dir, seen);
+  });
+}
+
+export interface ScriptSource { name: string; lua: string; readOnly: boolean }
+
+/** The scripts of one folder, includes expanded. */
+export function loadScripts(folder: ScriptFolder, dir = luaDir()): ScriptSource[] {
+  return readdirSync(path.join(dir, folder)).filter((f) => f.endsWith('.lua')).sort().map((file) => {
+    const lua = expandIncludes(readFileSync(path.join(dir, folder, file), 'utf8'), dir);
+    return { name: file.slice(0, -4), lua, readOnly: /^#!lua\b.*\bflags=\S*no-writes/.test(lua) };
+  });
+}
+
+/** Registers every script on the client, once; `rs_` keeps "touch" from shadowing Redis' own TOUCH. */
+export function bindScripts(redis: Redis | Cluster): Scripts {
+  const methods = redis as unknown as Record<string, ScriptFn>;
+  const bind = (folder: ScriptFolder) => new Map(loadScripts(folder).map(({ name, lua, readOnly }) => {
+    const method = `rs_${folder}_${name}`;
+    redis.defineCommand(method, { lua, readOnly });
+    return [name, { strings: methods[method]!.bind(redis), buffers: methods[`${method}Buffer`]!.bind(redis) }] as const;
+  }));
+  return { jobs: bind('jobs'), rooms: bind('rooms') };
+}

@@ -1,0 +1,89 @@
+// The Redis job store passes the JobStore conformance suite, keeps every job
+// in exactly the sets of its state, and its scripts' positional replies have
+// the length their field lists say.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Layout, type ShardKeys } from '../../src/store/layout.js';
+import { jobOps } from '../../src/store/ops.js';
+import { JOB_INFO_REPLY, RedisJobStore, TUBE_COUNTS_REPLY } from '../../src/store/redis/job-store.js';
+import { ROOM_STATE_REPLY, RedisRoomStore } from '../../src/store/redis/room-store.js';
+import { bindScripts, loadScripts } from '../../src/store/redis/scripts.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { uniquePrefix } from '../helpers/redstalk.js';
+import { describeJobStore } from './job-store.conformance.js';
+
+let server: TestRedis;
+beforeAll(async () => { server = await startRedis(); });
+afterAll(async () => { await server.stop(); });
+
+function openStore(): { redis: Redis; keys: ShardKeys; store: RedisJobStore; scripts: ReturnType<typeof bindScripts> } {
+  const redis = new Redis(server.url);
+  const scripts = bindScripts(redis);
+  const keys = new Layout(uniquePrefix()).keys(0);
+  return { redis, keys, scripts, store: new RedisJobStore(redis, scripts.jobs, keys) };
+}
+
+describeJobStore('Redis', async () => {
+  const { redis, store } = openStore();
+  return { store, close: async () => { redis.disconnect(); } };
+});
+
+describe('Redis job store', () => {
+  it('keeps every job in exactly the sets of its state', async () => {
+    const { redis, keys, store } = openStore();
+    const none = () => {};
+    const body = Buffer.from('x');
+    await store.apply([0, 1, 2, 3, 4, 5].map((i) => jobOps.put(null, none, i % 2 ? 'a' : 'b', i, i === 5 ? 100 : 0, 60, body)));
+    await store.apply([jobOps.reserve(null, none, 'o', ['a', 'b']), jobOps.reserve(null, none, 'o', ['a', 'b']), jobOps.reserve(null, none, 'o', ['a'])]);
+    await store.apply([jobOps.bury(null, none, 'o', '1', 'b', 0), jobOps.release(null, none, 'o', '2', 'a', 0, 50)]);
+    const where = async (id: string, tube: string) => {
+      const member = String.fromCharCode(48 + id.length) + id;
+      const t = keys.tube(tube);
+      const inSet = async (key: string, m: string) => (await redis.zscore(key, m)) !== null;
+      return [
+        await inSet(t[1]!, member) && 'ready', await inSet(t[2]!, member) && 'tube-delayed',
+        await inSet(t[3]!, member) && 'buried', await inSet(keys.delayed, member + tube) && 'delayed',
+        await inSet(keys.reserved, member + tube) && 'reserved',
+      ].filter(Boolean);
+    };
+    const expected = { ready: ['ready'], delayed: ['tube-delayed', 'delayed'], reserved: ['reserved'], buried: ['buried'] };
+    const seen = new Set<string>();
+    for (const id of ['1', '2', '3', '4', '5', '6']) {
+      const info = (await store.jobInfo(id))!;
+      seen.add(info.state);
+      expect(await where(id, info.tube), `job ${id}`).toEqual(expected[info.state]);
+    }
+    expect([...seen].sort()).toEqual(['buried', 'delayed', 'ready', 'reserved']);
+    redis.disconnect();
+  });
+
+  it('reads positional script replies of the length their field lists give', async () => {
+    const { redis, keys, store, scripts } = openStore();
+    await store.apply([jobOps.put(null, () => {}, 't', 0, 0, 60, Buffer.from('x'))]);
+    const call = (name: string, k: readonly string[], ...args: string[]) => scripts.jobs.get(name)!.strings(k.length, ...k, ...args);
+    expect(await call('peekJob', keys.globals, '1', '0')).toHaveLength(JOB_INFO_REPLY.length);
+    expect(await call('tubeCounts', [...keys.globals, ...keys.tube('t')], 't')).toHaveLength(TUBE_COUNTS_REPLY.length + 2);
+    const rooms = new RedisRoomStore(scripts.rooms, keys, { capacity: 1, checkinTimeout: 30, participantTimeout: 30, grace: 0 });
+    await rooms.enter('r', 'u');
+    const roomKeys = keys.room('r');
+    const state = await scripts.rooms.get('state')!.strings(roomKeys.length, ...roomKeys, 'r', '', 1, 30, 30, 0);
+    expect(state).toHaveLength(ROOM_STATE_REPLY.length);
+    redis.disconnect();
+  });
+
+  it('registers the no-writes scripts read-only, and every other one as a writer', () => {
+    const readOnly = [...loadScripts('jobs'), ...loadScripts('rooms')].filter((s) => s.readOnly).map((s) => s.name).sort();
+    expect(readOnly).toEqual(['jobTube', 'list', 'peekJob', 'peekTube', 'state', 'tubeCounts']);
+  });
+
+  it('reports an out-of-memory Redis as a full store', async () => {
+    const { redis, store } = openStore();
+    await redis.config('SET', 'maxmemory', '1');
+    try {
+      await expect(store.apply([jobOps.put(null, () => {}, 't', 0, 0, 60, Buffer.from('x'))])).rejects.toMatchObject({ name: 'StoreError', kind: 'full' });
+    } finally {
+      await redis.config('SET', 'maxmemory', '0');
+      redis.disconnect();
+    }
+  });
+});
