@@ -19,11 +19,12 @@ export class Promoter {
   /** Makes sure the timer runs within ms. */
   arm(ms: number): void {
     if (this.stopped) return;
-    const at = Date.now() + ms;
+    const delay = Math.min(ms, MAX_SLEEP_MS); // it never sleeps longer anyway
+    const at = Date.now() + delay;
     if (this.running || at >= this.at) return;
     if (this.timer) clearTimeout(this.timer);
     this.at = at;
-    this.timer = setTimeout(this.run, ms);
+    this.timer = setTimeout(this.run, delay);
   }
 
   stop(): void {

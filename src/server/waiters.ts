@@ -41,6 +41,9 @@ export interface WaitersHost {
   giveBack(owner: string, job: ReservedJob): void;
 }
 
+/** The longest delay one Node timer holds (about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Safety margin before a reservation's deadline (beanstalkd SAFETY_MARGIN). */
 const SAFETY_MARGIN_MS = 1000;
 
@@ -110,6 +113,11 @@ export class Waiters implements ReadyListener {
   }
 
   private at(w: Waiter, ms: number, outcome: Outcome | null): void {
+    // A longer timer would fire at once (Node clamps it to 1 ms): wait in steps.
+    if (ms > MAX_TIMER_MS) {
+      w.timers.push(setTimeout(() => this.at(w, ms - MAX_TIMER_MS, outcome), MAX_TIMER_MS));
+      return;
+    }
     w.timers.push(setTimeout(() => (outcome ? this.settle(w, outcome) : this.poke(w)), Math.max(0, ms)));
   }
 

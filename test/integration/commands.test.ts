@@ -180,6 +180,18 @@ describe('reserve', () => {
     expect(Date.now() - t0).toBeLessThan(1800);
   });
 
+  it('waits out a blocked reserve whose deadlines lie beyond what one timer holds (24.8 days)', async () => {
+    const a = await dial();
+    await a.cmd('put 0 0 4294967295 1\r\nx');
+    await a.cmd('reserve');
+    expect(await a.cmd('reserve-with-timeout 1', 4000)).toBe('TIMED_OUT');
+    const b = await dial();
+    b.send('reserve-with-timeout 2147483647\r\n');
+    expect(await b.silent(300)).toBe(true);
+    await a.cmd('put 0 0 60 1\r\ny');
+    expect(await b.reply()).toMatchObject({ line: 'RESERVED 2 1' });
+  });
+
   it('returns a job to ready when its TTR runs out, counting a timeout', async () => {
     const a = await dial();
     await a.cmd('put 0 0 1 1\r\nx');
