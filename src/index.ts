@@ -34,6 +34,7 @@ export const DEFAULTS = {
   maxJobSize: LIMITS.defaultMaxJobSize,
   heartbeatMs: 1000,
   redisTimeoutMs: 2000,
+  shutdownGraceMs: 2000,
   logLevel: 'info',
   // Chosen from `npm run bench` (bench/README.md): see there for the measurements.
   batchOps: 512,

@@ -1,6 +1,17 @@
--- Redis' own clock, in milliseconds: one clock for every sidecar (scripts
--- never use the sidecar's time).
-local function now_ms()
+-- Redis' own clock: one clock for every sidecar (scripts never use the
+-- sidecar's time). Due times are stored in milliseconds; time left is
+-- measured in microseconds, so that, as beanstalkd (nanoseconds, truncated),
+-- a 10-second TTR looked at right after it started has 9 whole seconds left.
+local function now_us()
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+local function now_ms()
+  return math.floor(now_us() / 1000)
+end
+
+-- Microseconds from now until a due time in ms, at least 0.
+local function us_until(due_ms)
+  return math.max(0, due_ms * 1000 - now_us())
 end

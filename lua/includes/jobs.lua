@@ -7,7 +7,7 @@
 --   KEYS[3] delayed    zset   ready-at ms, member member(id)..tube   (all tubes; drives the timers)
 --   KEYS[4] reserved   zset   deadline ms, member member(id)..tube   (all tubes; drives TTR expiry)
 --   KEYS[5] stats      hash   total-jobs, job-timeouts (cumulative), tube-seq
---   KEYS[6] tubes      set    names of tubes that exist
+--   KEYS[6] tube-order zset   names of tubes that exist, score = position in list-tubes
 --   KEYS[7] nodes      zset   sidecar id -> expiry ms of its heartbeat
 --   KEYS[8] seq        string job sequence
 --   per tube i (base = 8 + 5*(i-1)): meta hash, ready zset (score pri, member
@@ -141,6 +141,17 @@ local function notify_ready(channel, tube, count)
   if count > 0 then redis.call('PUBLISH', channel, count .. ' ' .. tube) end
 end
 
+-- The tubes in list-tubes order, kept as beanstalkd keeps its array of
+-- tubes (ms.c): a new tube is appended; a removed one's place is taken by the
+-- last. Positions are the zset's scores.
+local function unlist_tube(name)
+  local at = redis.call('ZSCORE', K_TUBES, name)
+  if not at then return end
+  local last = redis.call('ZRANGE', K_TUBES, -1, -1)[1]
+  redis.call('ZREM', K_TUBES, name)
+  if last ~= name then redis.call('ZADD', K_TUBES, at, last) end
+end
+
 -- A tube exists while it holds a job or a live sidecar references it; the
 -- default tube always exists. Returns true when the tube was removed.
 local function collect_tube(T, now)
@@ -154,19 +165,19 @@ local function collect_tube(T, now)
     if expiry and tonumber(expiry) > now and tonumber(refs[i + 1]) > 0 then return false end
   end
   redis.call('DEL', T.meta, T.refs)
-  redis.call('SREM', K_TUBES, T.name)
+  unlist_tube(T.name)
   if meta[2] then redis.call('HDEL', K_TUBE_NAMES, meta[2]) end
   return true
 end
 
--- Creates the tube if needed; returns its number (what job records store).
+-- Creates the tube if needed, at the end of list-tubes; returns its number (what job records store).
 local function ensure_tube(T)
   local num = redis.call('HGET', T.meta, 'num')
   if num then return tonumber(num) end
   num = redis.call('HINCRBY', K_STATS, 'tube-seq', 1)
   redis.call('HSET', T.meta, 'num', num)
   redis.call('HSET', K_TUBE_NAMES, num, T.name)
-  redis.call('SADD', K_TUBES, T.name)
+  redis.call('ZADD', K_TUBES, redis.call('ZCARD', K_TUBES), T.name)
   return num
 end
 
@@ -174,11 +185,11 @@ local function tube_name(j)
   return redis.call('HGET', K_TUBE_NAMES, j[F_TUBE])
 end
 
--- The job record as a flat reply for peek / stats-job.
+-- The job record as a flat reply for peek / stats-job (time left in µs).
 local function job_reply(id, j, now)
   local time_left = 0
   if j[F_STATE] == RESERVED or j[F_STATE] == DELAYED then
-    time_left = math.max(0, j[F_DUE] - now)
+    time_left = us_until(j[F_DUE])
   end
   return { id, tube_name(j), j[F_STATE], fmt_int(j[F_PRI]), fmt_int(now - j[F_CREATED]), fmt_int(j[F_DELAY]), fmt_int(j[F_TTR]),
            fmt_int(time_left), j[F_RESERVES], j[F_TIMEOUTS], j[F_RELEASES], j[F_BURIES], j[F_KICKS] }

@@ -9,7 +9,7 @@
 --- @include "jobs"
 local T = tubes_from(3)[1]
 local delay = tonumber(ARGV[2])
-if redis.call('SISMEMBER', K_TUBES, T.name) == 0 then return 0 end
+if not redis.call('ZSCORE', K_TUBES, T.name) then return 0 end
 redis.call('HSET', T.meta, 'pause', delay, 'pause-until', now_ms() + delay * 1000)
 redis.call('HINCRBY', T.meta, 'cmd-pause-tube', 1)
 if delay == 0 then notify_ready(ARGV[1], T.name, redis.call('ZCARD', T.ready)) end

@@ -5,16 +5,15 @@
   ARGV  [1..] tube names
   Returns per tube, 11 values: exists (0/1), urgent, ready, reserved,
   delayed, buried, total-jobs, cmd-delete, cmd-pause-tube, pause s,
-  pause ms left; then the global total-jobs and job-timeouts.
+  pause µs left; then the global total-jobs and job-timeouts.
 ]]
 --- @include "jobs"
-local now = now_ms()
 local out = {}
 for _, T in ipairs((tubes_from(1))) do
-  local exists = redis.call('SISMEMBER', K_TUBES, T.name)
+  local exists = redis.call('ZSCORE', K_TUBES, T.name) and 1 or 0
   local m = redis.call('HMGET', T.meta, 'reserved', 'total-jobs', 'cmd-delete', 'cmd-pause-tube', 'pause', 'pause-until')
-  local pause, left = tonumber(m[5] or '0'), tonumber(m[6] or '0') - now
-  if left <= 0 then pause, left = 0, 0 end
+  local pause, left = tonumber(m[5] or '0'), us_until(tonumber(m[6] or '0'))
+  if left <= 0 then pause = 0 end
   local values = { exists, redis.call('ZCOUNT', T.ready, 0, URGENT), redis.call('ZCARD', T.ready),
     tonumber(m[1] or '0'), redis.call('ZCARD', T.delayed), redis.call('ZCARD', T.buried),
     tonumber(m[2] or '0'), tonumber(m[3] or '0'), tonumber(m[4] or '0'), pause, left }

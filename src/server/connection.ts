@@ -56,6 +56,8 @@ export class Connection implements Session, BodyFraming {
   closed = false;
   /** The client shut its writing side: finish what it sent, then close. */
   private eof = false;
+  /** The sidecar is stopping: run no more commands. */
+  private stopped = false;
 
   private readonly input = new ByteQueue();
   private mode = Mode.Command;
@@ -120,7 +122,7 @@ export class Connection implements Session, BodyFraming {
   /** Runs commands while input is complete and nothing holds the connection. */
   private pump(): void {
     let needInput = false;
-    while (!this.busy && this.held === null && !this.closed && this.socket.writableLength < MAX_BUFFERED_OUTPUT && !this.throttled()) {
+    while (!this.busy && this.held === null && !this.closed && !this.stopped && this.socket.writableLength < MAX_BUFFERED_OUTPUT && !this.throttled()) {
       if (!this.step()) { needInput = true; break; }
     }
     if (this.closed) return;
@@ -273,7 +275,12 @@ export class Connection implements Session, BodyFraming {
 
   setUsed(tube: string): void { this.used = tube; }
   addWatched(tube: string): void { this.watched.push(tube); }
-  removeWatched(tube: string): void { this.watched.splice(this.watched.indexOf(tube), 1); }
+  /** As beanstalkd's watch list (ms.c): the last tube takes the removed one's place. */
+  removeWatched(tube: string): void {
+    const i = this.watched.indexOf(tube);
+    const last = this.watched.pop()!;
+    if (i < this.watched.length) this.watched[i] = last;
+  }
 
   becomeProducer(): void {
     if (this.isProducer) return;
@@ -313,6 +320,17 @@ export class Connection implements Session, BodyFraming {
   }
 
   // ---- lifetime ----
+
+  /** A graceful stop: read and run no more commands (those already running still answer). */
+  stopReading(): void {
+    this.stopped = true;
+    this.socket.pause();
+  }
+
+  /** Nothing of this connection is running or waiting for the store. */
+  get idle(): boolean {
+    return !this.busy && this.inFlight === 0;
+  }
 
   /** quit, or EOF after the last command: send what is pending, then close. */
   quit(): void {

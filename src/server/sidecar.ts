@@ -28,6 +28,8 @@ export interface SidecarConfig {
   maxJobSize: number;
   /** How often this sidecar proves it is alive; it counts as dead after 5 missed beats. */
   heartbeatMs: number;
+  /** How long a graceful stop waits at most for commands in flight and replies not yet written. */
+  shutdownGraceMs: number;
   /** Cross-connection batching caps (src/store/batcher.ts). */
   batchOps: number;
   batchBytes: number;
@@ -44,6 +46,11 @@ function removeStaleSocket(path: string): void {
   try {
     if (lstatSync(path).isSocket()) unlinkSync(path);
   } catch { /* nothing there */ }
+}
+
+/** Polls cond every 5 ms until it holds or the deadline (ms since epoch) passes. */
+async function until(cond: () => boolean, deadline: number): Promise<void> {
+  while (!cond() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 /** Logs every command with its reply word and time at trace level (-VV). */
@@ -70,6 +77,8 @@ export class Sidecar implements ConnectionHost {
   private readonly background: Background;
   private readonly server: net.Server;
   private readonly connections = new Set<Connection>();
+  /** Open client sockets, including those a graceful stop has half-closed. */
+  private readonly sockets = new Set<net.Socket>();
   private nextConnectionId = 1;
   private draining = false;
   private stopping = false;
@@ -140,6 +149,8 @@ export class Sidecar implements ConnectionHost {
 
   private accept(socket: net.Socket): void {
     if (this.stopping) { socket.destroy(); return; }
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
     const c = new Connection(this.nextConnectionId++, this.nodeId, socket, this);
     this.connections.add(c);
     this.counters.connections++;
@@ -197,22 +208,36 @@ export class Sidecar implements ConnectionHost {
     this.log.info('entering drain mode');
   }
 
-  /** Stops accepting, closes connections (their reservations go back), leaves Redis clean. */
+  /**
+   * Stops accepting and reading; answers what is in flight; closes every
+   * connection (their reservations go back to ready), without waiting for
+   * clients to close their side; leaves Redis clean. Commands in flight and
+   * replies not yet written get shutdownGraceMs at most.
+   */
   async close(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const deadline = Date.now() + this.config.shutdownGraceMs;
+    const stoppedListening = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const c of this.connections) {
+      c.stopReading();
+      this.waiters.cancel(c); // a blocked reserve ends without a reply, as when beanstalkd exits
+    }
+    await until(() => this.batcher.pending === 0 && [...this.connections].every((c) => c.idle), deadline);
     for (const c of [...this.connections]) c.quit();
     this.promoter.stop();
     this.presence.stop();
-    while (this.batcher.pending > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // Replies handed to the kernel still reach the client after we close; only
+    // a client too slow to read them holds the stop, for the grace period at most.
+    await until(() => [...this.sockets].every((socket) => socket.writableLength === 0), deadline);
+    for (const socket of this.sockets) socket.destroy();
     await this.background.idle();
     try {
       await this.presence.leave();
     } catch (err) {
       this.log.warn({ err }, 'could not clean up in Redis');
     }
-    await closed;
+    await stoppedListening;
     await this.backend.close();
     this.log.info('redstalk stopped');
   }

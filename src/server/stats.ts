@@ -30,6 +30,8 @@ function cpuSeconds(us: number): string {
 }
 
 const seconds = (ms: number) => Math.floor(ms / 1000);
+/** Whole seconds in a span of µs, truncated as beanstalkd truncates nanoseconds. */
+const wholeSeconds = (us: number) => Math.floor(us / 1e6);
 
 /** The per-command counters of ServerStats (COMMAND_COUNTERS, from the same field list). */
 type CommandCounters = { [K in keyof ServerStats as K extends `cmd-${string}` ? K : never]: number };
@@ -84,7 +86,7 @@ export class StatsCollector implements StatsSource {
       'total-jobs': t.totalJobs,
       'current-using': use('using', others), 'current-watching': use('watching', others), 'current-waiting': use('waiting', others),
       'cmd-delete': t.cmdDelete, 'cmd-pause-tube': t.cmdPauseTube,
-      pause: t.pause, 'pause-time-left': seconds(t.pauseLeftMs),
+      pause: t.pause, 'pause-time-left': wholeSeconds(t.pauseLeftUs),
     };
   }
 
@@ -93,7 +95,7 @@ export class StatsCollector implements StatsSource {
     if (!j) return null;
     return {
       id: j.id, tube: j.tube, state: j.state, pri: j.pri, age: seconds(j.ageMs), delay: j.delay, ttr: j.ttr,
-      'time-left': seconds(j.timeLeftMs), file: 0, reserves: j.reserves, timeouts: j.timeouts,
+      'time-left': wholeSeconds(j.timeLeftUs), file: 0, reserves: j.reserves, timeouts: j.timeouts,
       releases: j.releases, buries: j.buries, kicks: j.kicks,
     };
   }

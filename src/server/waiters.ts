@@ -29,6 +29,9 @@ interface Waiter {
   state: State;
   /** Ends the wait once the attempt in flight (if any) found nothing. */
   outcome: Outcome | null;
+  /** Its timer ran out: the attempts now are the last look (with LAST_LOOK_MS of slack, once). */
+  lastLook: boolean;
+  slackUsed: boolean;
   readonly timers: NodeJS.Timeout[];
   readonly resolve: () => void;
 }
@@ -43,6 +46,12 @@ export interface WaitersHost {
 
 /** The longest delay one Node timer holds (about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * A job that becomes ready within this many ms of a wait's end (Redis' clock
+ * and ours may differ by that much) is waited for rather than missed.
+ */
+const LAST_LOOK_MS = 20;
 
 /** Safety margin before a reservation's deadline (beanstalkd SAFETY_MARGIN). */
 const SAFETY_MARGIN_MS = 1000;
@@ -59,7 +68,7 @@ export class Waiters implements ReadyListener {
   /** reserve / reserve-with-timeout (timeout in seconds, null = forever); settles once answered. */
   wait(session: Session, timeoutSec: number | null): Promise<void> {
     return new Promise<void>((resolve) => {
-      const w: Waiter = { session, tubes: [...session.watched], state: State.Idle, outcome: null, timers: [], resolve };
+      const w: Waiter = { session, tubes: [...session.watched], state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
       if (soonest - SAFETY_MARGIN_MS <= now) w.outcome = 'deadline';
@@ -121,10 +130,16 @@ export class Waiters implements ReadyListener {
     w.timers.push(setTimeout(() => (outcome ? this.settle(w, outcome) : this.poke(w)), Math.max(0, ms)));
   }
 
+  /**
+   * The wait ends (timeout, deadline, half-close), but never while a job it
+   * could take is ready: one last attempt first, or one more if an attempt
+   * in flight started before the end.
+   */
   private settle(w: Waiter, outcome: Outcome): void {
     if (w.state === State.Done) return;
     w.outcome = w.outcome ?? outcome;
-    if (w.state === State.Idle) this.reply(w, OUTCOME_REPLY[outcome]);
+    w.lastLook = true;
+    this.poke(w);
   }
 
   private attempt(w: Waiter): void {
@@ -151,7 +166,15 @@ export class Waiters implements ReadyListener {
     }
     if (gone) return;
     if (again) { this.attempt(w); return; }
-    if (w.outcome) { this.reply(w, OUTCOME_REPLY[w.outcome]); return; }
+    if (w.outcome) {
+      if (w.lastLook && !w.slackUsed && r >= 0 && r <= LAST_LOOK_MS) {
+        w.slackUsed = true;
+        this.at(w, r + 1, null);
+        return;
+      }
+      this.reply(w, OUTCOME_REPLY[w.outcome]);
+      return;
+    }
     if (r >= 0) this.at(w, r + 2, null);
   };
 

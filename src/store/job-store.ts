@@ -5,16 +5,16 @@ import type { AnyJobOp, OpResult, ReservedJob } from './ops.js';
 
 export type JobState = 'ready' | 'delayed' | 'reserved' | 'buried';
 
-/** One job as stored, with times in ms (the server turns them into stats-job's seconds). */
+/** One job as stored, with its age in ms and time left in µs (the server turns them into stats-job's seconds). */
 export interface JobInfo {
   id: string; tube: string; state: JobState;
-  pri: number; ageMs: number; delay: number; ttr: number; timeLeftMs: number;
+  pri: number; ageMs: number; delay: number; ttr: number; timeLeftUs: number;
   reserves: number; timeouts: number; releases: number; buries: number; kicks: number;
 }
 
 export interface TubeCounts {
   urgent: number; ready: number; reserved: number; delayed: number; buried: number;
-  totalJobs: number; cmdDelete: number; cmdPauseTube: number; pause: number; pauseLeftMs: number;
+  totalJobs: number; cmdDelete: number; cmdPauseTube: number; pause: number; pauseLeftUs: number;
 }
 
 export interface TotalCounts { tubes: Map<string, TubeCounts>; totalJobs: number; jobTimeouts: number }

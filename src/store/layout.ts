@@ -46,6 +46,7 @@ export class ShardKeys {
   readonly globals: readonly string[];
   /** Pub/sub channel announcing "<count> <tube>" when jobs become ready. */
   readonly events: string;
+  /** The tubes that exist, in list-tubes order (zset, score = position). */
   readonly tubes: string;
   readonly nodes: string;
   /** All tubes' delayed jobs and reservations, by due time (the promotion timer reads them). */
@@ -58,7 +59,7 @@ export class ShardKeys {
   constructor(prefix: string, readonly shard: number, readonly shards: number) {
     const t = `{${prefix}:${shard}}`;
     this.tag = t;
-    this.tubes = `${t}:tubes`;
+    this.tubes = `${t}:tube-order`;
     this.nodes = `${t}:nodes`;
     this.delayed = `${t}:delayed`;
     this.reserved = `${t}:reserved`;

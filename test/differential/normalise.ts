@@ -34,11 +34,6 @@ export const NORMALISATION_RULES: readonly NormalisationRule[] = [
     applies: '`OK <bytes>` replies',
     rule: 'each target\'s own `<bytes>` must equal the length of its own YAML and the chunk must end in `\\r\\n`, and the YAML must be `---\\n` + `key: value\\n` / `- item\\n` lines; the comparison is then on the normalised YAML, and the displayed `<bytes>` is recomputed from it.',
   },
-  {
-    name: 'yaml-list-as-set',
-    applies: 'YAML lists (`list-tubes`, `list-tubes-watched`)',
-    rule: 'items are sorted before comparing (order is not promised by beanstalkd); duplicates still count.',
-  },
 ];
 
 const TIMING_KEYS: Record<string, ReadonlySet<string>> = {
@@ -129,7 +124,7 @@ function normaliseYaml(data: string, dialect: Dialect, ids: IdMap, n: NormReply)
   if (lines.length === 1 && lines[0] === '') lines.length = 0;
   if (lines.length > 0 && lines.every((l) => l.startsWith('- '))) {
     n.yamlKind = 'list';
-    n.yaml = [...lines].sort();
+    n.yaml = lines; // in order: clients compare list-tubes as beanstalkd orders it
     return;
   }
   const entries: Array<[string, string]> = [];

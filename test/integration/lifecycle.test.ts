@@ -3,6 +3,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startRedis } from '../helpers/redis.js';
@@ -184,4 +185,28 @@ describe('Redis outage', () => {
     const r = await waiter.reply(5000);
     expect(r.line).toMatch(/^RESERVED \d+ 1$/);
   }, 30_000);
+});
+
+describe('SIGTERM', () => {
+  it('exits at once with an idle client that keeps its side open, handing its reservation back', async () => {
+    const redis = await startRedis();
+    cleanup.push(() => redis.stop());
+    const s = await spawnRedstalk(['--redis', redis.url, '--prefix', 'sigterm', '--log-level', 'warn']);
+    const worker = await Wire.connect(s.port);
+    await worker.cmd('put 0 0 60 1\r\nx');
+    expect(await worker.cmd('reserve')).toBe('RESERVED 1 1\nx');
+    // A pooled client that never reacts to the server's FIN.
+    const idle = net.connect({ port: s.port, host: '127.0.0.1', allowHalfOpen: true });
+    await new Promise((r) => idle.once('connect', r));
+    idle.on('error', () => {});
+    const t0 = Date.now();
+    expect(await s.stop('SIGTERM')).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(1500); // the grace period (2 s) is for replies still being written
+    idle.destroy();
+    worker.close();
+    const after = await spawnRedstalk(['--redis', redis.url, '--prefix', 'sigterm', '--log-level', 'warn']);
+    cleanup.push(() => after.stop());
+    const a = await dial(after.port);
+    expect(yamlMap(await a.cmd('stats-job 1')).state).toBe('ready');
+  });
 });

@@ -73,7 +73,7 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
       expect(await one(jobOps.release(null, none, A, '1', 't', 3, 1))).toBe(true);
       const info = await store.jobInfo('1');
       expect(info).toMatchObject({ state: 'delayed', pri: 3, delay: 1, releases: 1 });
-      expect(info!.timeLeftMs).toBeGreaterThan(0);
+      expect(info!.timeLeftUs).toBeGreaterThan(0);
       expect(await reserve(A, 't')).toBeGreaterThan(0); // ms until the delay ends
       await new Promise((r) => setTimeout(r, 1050));
       const { moved } = await store.promoteDue(100);
@@ -122,6 +122,14 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
       expect(await store.listTubes()).toContain('kept');
       await store.refTube('kept', 'n1', -1);
       expect(await store.listTubes()).not.toContain('kept');
+    });
+
+    it('lists tubes as beanstalkd does: appended when made, a removed one\'s place taken by the last', async () => {
+      for (const t of ['t1', 't2', 't3', 't4']) await store.refTube(t, 'n1', 1);
+      await store.refTube('t2', 'n1', -1);
+      expect(await store.listTubes()).toEqual(['t1', 't4', 't3']);
+      await store.refTube('t2', 'n1', 1);
+      expect(await store.listTubes()).toEqual(['t1', 't4', 't3', 't2']);
     });
 
     it('tracks sidecar leases and their counter snapshots', async () => {

@@ -87,3 +87,19 @@ describe('Redis job store', () => {
     }
   });
 });
+
+describe('Redis job store upgrade', () => {
+  it('turns the set of tube names of an older data set into tube-order, in creation order, once', async () => {
+    const { redis, keys, store } = openStore();
+    for (const t of ['b', 'a', 'c']) await store.refTube(t, 'n1', 1);
+    // The layout before tube-order: a plain set of names.
+    await redis.del(keys.tubes);
+    await redis.sadd(`${keys.tag}:tubes`, 'c', 'a', 'b');
+    await store.upgrade();
+    expect(await store.listTubes()).toEqual(['b', 'a', 'c']);
+    expect(await redis.exists(`${keys.tag}:tubes`)).toBe(0);
+    await store.upgrade(); // nothing left to do
+    expect(await store.listTubes()).toEqual(['b', 'a', 'c']);
+    redis.disconnect();
+  });
+});

@@ -41,6 +41,7 @@ export class RedisBackend implements Backend {
 
   async open(listener: ReadyListener): Promise<void> {
     await Promise.all([this.redis.connect(), this.subscriber.connect()]);
+    await this.jobs.upgrade();
     let subscribed = false;
     this.subscriber.on('ready', () => {
       if (subscribed) listener.onResync();

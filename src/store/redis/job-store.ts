@@ -9,11 +9,11 @@ import { mapped, type RedisClient } from './connect.js';
 import type { BoundScript } from './scripts.js';
 
 /** peekJob.lua's reply without the body (includes/jobs.lua job_reply), in order. */
-export const JOB_INFO_REPLY = ['id', 'tube', 'state', 'pri', 'ageMs', 'delay', 'ttr', 'timeLeftMs',
+export const JOB_INFO_REPLY = ['id', 'tube', 'state', 'pri', 'ageMs', 'delay', 'ttr', 'timeLeftUs',
   'reserves', 'timeouts', 'releases', 'buries', 'kicks'] as const;
 /** tubeCounts.lua's reply per tube, in order; then the global total-jobs and job-timeouts. */
 export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'delayed', 'buried',
-  'totalJobs', 'cmdDelete', 'cmdPauseTube', 'pause', 'pauseLeftMs'] as const;
+  'totalJobs', 'cmdDelete', 'cmdPauseTube', 'pause', 'pauseLeftUs'] as const;
 
 const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
 
@@ -42,6 +42,16 @@ export class RedisJobStore implements JobStore {
   private call(name: string, keys: readonly string[], args: Args, buffers = false): Promise<unknown> {
     const script = this.scripts.get(name)!;
     return mapped((buffers ? script.buffers : script.strings)(keys.length, ...keys, ...args));
+  }
+
+  /** Brings data written by an older redstalk up to date (run once at start, before serving). */
+  async upgrade(): Promise<void> {
+    const legacyTubes = `${this.keys.tag}:tubes`; // a set, before tube-order kept list-tubes' order
+    if ((await mapped(this.redis.type(legacyTubes))) !== 'set') return;
+    const names = await mapped(this.redis.smembers(legacyTubes));
+    const keys = [...this.keys.globals, legacyTubes];
+    for (const t of names) keys.push(...this.keys.tube(t));
+    await this.call('upgradeTubeOrder', keys, names);
   }
 
   async apply(ops: readonly AnyJobOp[]): Promise<OpResult[]> {
@@ -126,7 +136,7 @@ export class RedisJobStore implements JobStore {
   }
 
   listTubes(): Promise<string[]> {
-    return mapped(this.redis.smembers(this.keys.tubes));
+    return mapped(this.redis.zrange(this.keys.tubes, 0, -1));
   }
 
   async refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void> {
