@@ -63,8 +63,8 @@ for (const key of [keys.globals[0]!, keys.tube('default')[1]!]) {
   perKey[key] = Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) / jobs;
 }
 write('reserving them...\n');
-const reserve = await measure(jobs, () => jobOps.reserve(null, ignore, owner, ['default']));
-const reserved = reserve.results.filter((r): r is ReservedJob => typeof r === 'object');
+const reserve = await measure(jobs, () => jobOps.reserve(null, ignore, owner, ['default'], 1));
+const reserved = reserve.results.flatMap((r) => (Array.isArray(r) ? (r as ReservedJob[]) : []));
 write('deleting them...\n');
 const del = await measure(reserved.length, (i) => jobOps.delete(null, ignore, owner, reserved[i]!.id, 'default'));
 const left = await redis.hlen(keys.globals[0]!);

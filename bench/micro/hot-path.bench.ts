@@ -32,7 +32,7 @@ const puts: AnyJobOp[] = Array.from({ length: BATCH }, () => jobOps.put(null, no
 const mixed: AnyJobOp[] = Array.from({ length: BATCH }, (_, i) => [
   jobOps.put(null, none, `t${i % 8}`, 0, 0, 60, body),
   jobOps.delete(null, none, 'n:1', String(i), `t${i % 8}`),
-  jobOps.reserve(null, none, 'n:1', ['t1', 't2']),
+  jobOps.reserve(null, none, 'n:1', ['t1', 't2'], 1),
 ][i % 3]!);
 
 describe(`a batch call of ${BATCH} ops`, () => {

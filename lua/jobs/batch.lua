@@ -16,11 +16,12 @@
           'r' owner id t pri delay    release                  -> 1 | 0
           'b' owner id t pri          bury                     -> 1 | 0
           't' owner id t              touch                    -> ttr s | 0
-          'v' owner k t1..tk          reserve from k tubes     -> {id, ttr s, body, t}
+          'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, t, ...}
+                                      from k tubes               (4 values a job, 1..n jobs)
                                       | ms until something may become reservable, or -1
   Delete, release, bury and touch act only on a job that is not reserved, or
   reserved by `owner` (delete), or reserved by `owner` (the others). Reserve
-  takes the most urgent ready job (lowest pri, then lowest id) of the tubes
+  takes the most urgent ready jobs (lowest pri, then lowest id) of the tubes
   that are not paused, after moving their due delayed jobs and expired
   reservations to ready (once per batch).
   Returns one result per op, in order.
@@ -115,9 +116,10 @@ local function tidy(ti)
   end
 end
 
-local function reserve(owner, tis)
+local function reserve(owner, n, tis)
   for _, ti in ipairs(tis) do tidy(ti) end
-  while true do
+  local taken = {}
+  while #taken < 4 * n do
     local best, best_pri, best_member
     for _, ti in ipairs(tis) do
       if tidied[ti] <= now then
@@ -138,9 +140,11 @@ local function reserve(owner, tis)
     if j then -- else a stale member of a job that is gone: look again
       enter_reserved(T, id, j, now, owner)
       save_job(id, j, body)
-      return { id, j[F_TTR], body, best }
+      local k = #taken
+      taken[k + 1], taken[k + 2], taken[k + 3], taken[k + 4] = id, j[F_TTR], body, best
     end
   end
+  if #taken > 0 then return taken end
   -- Nothing now: when may something become reservable (a delay or a pause ending)?
   local wake = -1
   local function wake_at(t)
@@ -179,10 +183,10 @@ while a <= #ARGV do
     r = touch(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]))
     a = a + 4
   elseif op == 'v' then
-    local k, tis = tonumber(ARGV[a + 2]), {}
-    for i = 1, k do tis[i] = tonumber(ARGV[a + 2 + i]) end
-    r = reserve(ARGV[a + 1], tis)
-    a = a + 3 + k
+    local k, tis = tonumber(ARGV[a + 3]), {}
+    for i = 1, k do tis[i] = tonumber(ARGV[a + 3 + i]) end
+    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tis)
+    a = a + 4 + k
   else
     return redis.error_reply('ERR batch: unknown op ' .. tostring(op))
   end

@@ -8,7 +8,7 @@ import type { PeekState } from '../store/job-store.js';
 import type { BatchRules, Handlers, Services, Session } from './session.js';
 
 type JobCommand = 'put' | 'peek' | 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve-with-timeout'
-  | 'reserve-job' | 'reserve' | 'delete' | 'release' | 'bury' | 'kick' | 'kick-job' | 'touch';
+  | 'reserve-job' | 'reserve' | 'delete' | 'release' | 'bury' | 'kick' | 'kick-job' | 'touch' | 'reserve-many';
 
 export const jobHandlers: Handlers<JobCommand> = {
   put(s, [pri, delay, ttr], svc, body) {
@@ -36,6 +36,7 @@ export const jobHandlers: Handlers<JobCommand> = {
     s.deliver(job);
   },
   reserve: (s, _args, svc) => svc.wait(s, null),
+  'reserve-many': (s, [count, timeout], svc) => svc.wait(s, timeout, count),
 
   delete(s, [id], svc) {
     const r = s.reserved.get(id);

@@ -32,6 +32,8 @@ export interface Session {
 
   /** Remembers a job reserved for this connection and sends it (RESERVED). */
   deliver(job: ReservedJob): void;
+  /** The same for the jobs of one reserve-many (RESERVED-MANY, then a RESERVED each). */
+  deliverMany(jobs: readonly ReservedJob[]): void;
   renew(id: string, ttrSeconds: number): void;
   forget(id: string): void;
   /** A delay of this connection's job ends within ms: make sure it is noticed in time. */
@@ -50,8 +52,12 @@ export type TubeUse = 'using' | 'watching';
 export interface Services {
   readonly jobs: JobStore;
   readonly rooms: RoomStore;
-  /** Blocks the session in a reserve (timeout in seconds, null = forever) until it is answered. */
-  wait(s: Session, timeoutSeconds: number | null): Promise<void>;
+  /**
+   * Blocks the session in a reserve (timeout in seconds, null = forever) until
+   * it is answered: with one job, or for reserve-many (`many` = the most to
+   * take) with all the jobs that were ready together.
+   */
+  wait(s: Session, timeoutSeconds: number | null, many?: number): Promise<void>;
   /**
    * A session starts (+1) or stops (-1) using or watching a tube. Starting may
    * first create the tube in the store: then a promise, settled when it exists.

@@ -28,6 +28,7 @@ export interface CommandArgs {
   'list-tubes': [];
   'quit': [];
   'pause-tube': [tube: string, delay: number];
+  'reserve-many': [count: number, timeout: number];
   'enter': [room: string, user: string];
   'check': [room: string, user: string];
   'leave': [room: string, user: string];
@@ -97,6 +98,8 @@ export interface ServerStats {
   'cmd-list-tubes-watched': number;
   /** pause-tube commands received by every live sidecar since it started */
   'cmd-pause-tube': number;
+  /** reserve-many commands received by every live sidecar since it started */
+  'cmd-reserve-many': number;
   /** reservations that ran out of time (cumulative) */
   'job-timeouts': number;
   /** jobs created (cumulative) */

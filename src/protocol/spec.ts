@@ -34,7 +34,7 @@ export interface ProtocolSpec {
   nameChars: string;
   errors: string[];
   /** Replies followed by a body: a job's bytes, or a YAML document. */
-  replyBodies: Record<string, { lengthFrom: string; terminator: string; content: 'job' | 'yaml' }>;
+  replyBodies: Record<string, { lengthFrom: string; terminator: string; content: 'job' | 'yaml' | 'reserved-jobs' }>;
   commands: CommandSpec[];
 }
 

@@ -10,7 +10,7 @@ import type { BodyFraming, Dispatcher } from '../commands/dispatch.js';
 import type { Reservation, Session } from '../commands/session.js';
 import { LIMITS } from '../protocol/spec.js';
 import { ParseError, parseCommand, type ParsedCommand } from '../protocol/parser.js';
-import { jobReply, REPLY } from '../protocol/replies.js';
+import { jobReply, line, REPLY } from '../protocol/replies.js';
 import { isStoreFull } from '../store/errors.js';
 import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import { ByteQueue } from './byte-queue.js';
@@ -295,10 +295,23 @@ export class Connection implements Session, BodyFraming {
   }
 
   deliver(job: ReservedJob): void {
+    this.hold(job);
+    this.answer(jobReply('RESERVED', job.id, job.body));
+  }
+
+  deliverMany(jobs: readonly ReservedJob[]): void {
+    const reply = [line(`RESERVED-MANY ${jobs.length}`)];
+    for (const job of jobs) {
+      this.hold(job);
+      reply.push(...jobReply('RESERVED', job.id, job.body));
+    }
+    this.answer(reply);
+  }
+
+  private hold(job: ReservedJob): void {
     this.reserved.set(job.id, { tube: job.tube, deadline: Date.now() + job.ttr * 1000 });
     // Make sure TTR expiry is noticed on time even if this sidecar is idle.
     this.host.dueIn(job.ttr * 1000 + 5);
-    this.answer(jobReply('RESERVED', job.id, job.body));
   }
 
   renew(id: string, ttrSeconds: number): void {

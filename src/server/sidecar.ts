@@ -102,7 +102,7 @@ export class Sidecar implements ConnectionHost {
         this.counters.waitingDelta(tubes, delta);
         this.presence.statsChanged();
       },
-      giveBack: (owner, job) => this.giveBack(owner, [job]),
+      giveBack: (owner, jobs) => this.giveBack(owner, jobs),
     });
     this.stats = new StatsCollector({
       jobs, rooms, counters: this.counters, presence: this.presence, startedAt: Date.now(),
@@ -110,7 +110,7 @@ export class Sidecar implements ConnectionHost {
     });
     const services: Services = {
       jobs, rooms, stats: this.stats, maxJobSize: config.maxJobSize,
-      wait: (s, timeout) => this.waiters.wait(s, timeout),
+      wait: (s, timeout, many) => this.waiters.wait(s, timeout, many),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,
       countCommand: (counter) => {

@@ -26,6 +26,8 @@ const enum State {
 interface Waiter {
   readonly session: Session;
   readonly tubes: readonly string[];
+  /** reserve-many: the most jobs to take at once; null for reserve (one job, RESERVED). */
+  readonly many: number | null;
   state: State;
   /** Ends the wait once the attempt in flight (if any) found nothing. */
   outcome: Outcome | null;
@@ -40,8 +42,8 @@ interface Waiter {
 export interface WaitersHost {
   submit(op: AnyJobOp): void;
   waitingChanged(tubes: readonly string[], delta: 1 | -1): void;
-  /** A job reserved for a connection that is already gone goes back at once. */
-  giveBack(owner: string, job: ReservedJob): void;
+  /** Jobs reserved for a connection that is already gone go back at once. */
+  giveBack(owner: string, jobs: readonly ReservedJob[]): void;
 }
 
 /** The longest delay one Node timer holds (about 24.8 days). */
@@ -65,10 +67,12 @@ export class Waiters implements ReadyListener {
 
   constructor(private readonly host: WaitersHost) {}
 
-  /** reserve / reserve-with-timeout (timeout in seconds, null = forever); settles once answered. */
-  wait(session: Session, timeoutSec: number | null): Promise<void> {
+  /** reserve / reserve-with-timeout / reserve-many (timeout in seconds, null = forever); settles once answered. */
+  wait(session: Session, timeoutSec: number | null, many: number | null = null): Promise<void> {
     return new Promise<void>((resolve) => {
-      const w: Waiter = { session, tubes: [...session.watched], state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve };
+      const w: Waiter = {
+        session, tubes: [...session.watched], many, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
+      };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
       if (soonest - SAFETY_MARGIN_MS <= now) w.outcome = 'deadline';
@@ -144,7 +148,7 @@ export class Waiters implements ReadyListener {
 
   private attempt(w: Waiter): void {
     w.state = State.Attempting;
-    this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes));
+    this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, w.many ?? 1));
   }
 
   private readonly attempted = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {
@@ -161,7 +165,8 @@ export class Waiters implements ReadyListener {
     if (typeof r === 'object') {
       if (gone) this.host.giveBack(w.session.owner, r);
       else this.deliver(w, r);
-      this.onReady(r.tube, 1); // there may be more: let the next waiter look
+      // There may be more: let the next waiter of each tube look.
+      for (const tube of new Set(r.map((job) => job.tube))) this.onReady(tube, 1);
       return;
     }
     if (gone) return;
@@ -178,8 +183,9 @@ export class Waiters implements ReadyListener {
     if (r >= 0) this.at(w, r + 2, null);
   };
 
-  private deliver(w: Waiter, job: ReservedJob): void {
-    w.session.deliver(job);
+  private deliver(w: Waiter, jobs: readonly ReservedJob[]): void {
+    if (w.many === null) w.session.deliver(jobs[0]!);
+    else w.session.deliverMany(jobs);
     this.finish(w);
   }
 

@@ -9,11 +9,11 @@ export interface ReservedJob { id: string; tube: string; ttr: number; body: Buff
 
 /**
  * put / burn-id: the new id; delete, release, bury: whether it applied;
- * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the job,
- * or ms until something may become reservable (-1: nothing known).
+ * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the jobs
+ * (1 to `count`), or ms until something may become reservable (-1: nothing known).
  */
-export type OpResult = string | boolean | number | ReservedJob;
-export type ReserveResult = ReservedJob | number;
+export type OpResult = string | boolean | number | ReservedJob[];
+export type ReserveResult = ReservedJob[] | number;
 
 /** Called once per op, in the order ops were added: with the result, or the error of the whole call. */
 export type Completion<C, R> = (op: JobOp<C, R>, result: R, err: Error | null) => void;
@@ -30,6 +30,8 @@ export interface JobOp<C = unknown, R = OpResult> {
   readonly pri: number;
   readonly delay: number;
   readonly ttr: number;
+  /** reserve: the most jobs to take (reserve-many); 1 otherwise. */
+  readonly count: number;
   readonly body: Buffer | null;
   /** The caller's context (a connection, a waiter), handed back to `done`. */
   readonly ctx: C;
@@ -39,8 +41,8 @@ export interface JobOp<C = unknown, R = OpResult> {
 const NO_TUBES: readonly string[] = [];
 
 function op<C, R>(code: OpCode, ctx: C, done: Completion<C, R>, owner: string, id: string, tube: string,
-  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null): JobOp<C, R> {
-  return { code, owner, id, tube, tubes, pri, delay, ttr, body, ctx, done };
+  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null, count = 1): JobOp<C, R> {
+  return { code, owner, id, tube, tubes, pri, delay, ttr, count, body, ctx, done };
 }
 
 /** The op builders: the only place a JobOp literal is written. */
@@ -58,8 +60,8 @@ export const jobOps = {
     op(OpCode.Bury, ctx, done, owner, id, tube, NO_TUBES, pri, 0, 0, null),
   touch: <C>(ctx: C, done: Completion<C, number>, owner: string, id: string, tube: string) =>
     op(OpCode.Touch, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
-  reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[]) =>
-    op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null),
+  reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[], count: number) =>
+    op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count),
 };
 
 /**

@@ -22,7 +22,12 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
     const one = async (op: AnyJobOp): Promise<OpResult> => (await store.apply([op]))[0]!;
     const put = (tube: string, pri = 0, delay = 0, ttr = 60, body = 'x') =>
       one(jobOps.put(null, none, tube, pri, delay, ttr, Buffer.from(body))) as Promise<string>;
-    const reserve = (owner: string, ...tubes: string[]) => one(jobOps.reserve(null, none, owner, tubes)) as Promise<ReservedJob | number>;
+    const reserveMany = (owner: string, count: number, ...tubes: string[]) =>
+      one(jobOps.reserve(null, none, owner, tubes, count)) as Promise<ReservedJob[] | number>;
+    const reserve = async (owner: string, ...tubes: string[]) => {
+      const r = await reserveMany(owner, 1, ...tubes);
+      return typeof r === 'number' ? r : r[0]!;
+    };
 
     it('puts jobs with increasing ids, in one call for many, each with its own result', async () => {
       const results = await store.apply([
@@ -48,6 +53,21 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
       expect(await reserve(A, 'a', 'b')).toMatchObject({ id: '1' });
       expect(await reserve(A, 'a', 'b')).toBe(-1);
       expect((await store.jobInfo('2'))?.state).toBe('reserved');
+    });
+
+    it('reserves up to n jobs at once in the same order, each reserved for the owner, and fewer when fewer are ready', async () => {
+      await put('a', 5);
+      await put('b', 1);
+      await put('b', 1);
+      await put('c', 0);
+      await put('a', 2, 100);
+      const jobs = await reserveMany(A, 2, 'a', 'b');
+      expect(Array.isArray(jobs) && jobs.map((j) => [j.id, j.tube])).toEqual([['2', 'b'], ['3', 'b']]);
+      const rest = await reserveMany(A, 1000, 'a', 'b', 'c');
+      expect(Array.isArray(rest) && rest.map((j) => j.id)).toEqual(['4', '1']);
+      for (const id of ['1', '2', '3', '4']) expect((await store.jobInfo(id))?.state).toBe('reserved');
+      const nothing = await reserveMany(A, 10, 'a', 'b', 'c');
+      expect(typeof nothing === 'number' && nothing > 90_000 && nothing <= 100_000).toBe(true);
     });
 
     it('lets only the holder delete, release, bury or touch a reservation', async () => {

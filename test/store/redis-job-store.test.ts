@@ -34,7 +34,7 @@ describe('Redis job store', () => {
     const none = () => {};
     const body = Buffer.from('x');
     await store.apply([0, 1, 2, 3, 4, 5].map((i) => jobOps.put(null, none, i % 2 ? 'a' : 'b', i, i === 5 ? 100 : 0, 60, body)));
-    await store.apply([jobOps.reserve(null, none, 'o', ['a', 'b']), jobOps.reserve(null, none, 'o', ['a', 'b']), jobOps.reserve(null, none, 'o', ['a'])]);
+    await store.apply([jobOps.reserve(null, none, 'o', ['a', 'b'], 2), jobOps.reserve(null, none, 'o', ['a'], 1)]);
     await store.apply([jobOps.bury(null, none, 'o', '1', 'b', 0), jobOps.release(null, none, 'o', '2', 'a', 0, 50)]);
     const where = async (id: string, tube: string) => {
       const member = String.fromCharCode(48 + id.length) + id;

@@ -1,7 +1,7 @@
 // lua/jobs/batch.lua's calling convention: ops in, one flat argument list
 // out (tubes interned as 1-based indexes), and its reply decoded into one
 // typed result per op. Pure functions, so the hot path has a micro-benchmark.
-import { OpCode, type AnyJobOp, type OpResult } from '../ops.js';
+import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
 import type { ShardKeys } from '../layout.js';
 
 /** Tube names in first-use order, with their 1-based index (the order of their KEYS). */
@@ -44,7 +44,7 @@ export function encodeBatch(ops: readonly AnyJobOp[], keys: ShardKeys): EncodedB
       case OpCode.Release: fields.push(OpCode.Release, op.owner, op.id, tubes.of(op.tube), op.pri, op.delay); break;
       case OpCode.Bury: fields.push(OpCode.Bury, op.owner, op.id, tubes.of(op.tube), op.pri); break;
       case OpCode.Reserve:
-        fields.push(OpCode.Reserve, op.owner, op.tubes.length);
+        fields.push(OpCode.Reserve, op.owner, op.count, op.tubes.length);
         for (const t of op.tubes) fields.push(tubes.of(t));
         break;
     }
@@ -59,6 +59,15 @@ export function text(v: unknown): string {
   return Buffer.isBuffer(v) ? v.toString('latin1') : String(v);
 }
 
+/** A reserve's jobs, four values each: id, ttr, body, tube index. */
+function reservedJobs(r: readonly unknown[], tubes: readonly string[]): ReservedJob[] {
+  const jobs: ReservedJob[] = [];
+  for (let k = 0; k < r.length; k += 4) {
+    jobs.push({ id: text(r[k]), ttr: r[k + 1] as number, body: r[k + 2] as Buffer, tube: tubes[(r[k + 3] as number) - 1]! });
+  }
+  return jobs;
+}
+
 /** batch.lua's reply (Buffer mode): one result per op, typed by the op's kind. */
 export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[], tubes: readonly string[]): OpResult[] {
   const results: OpResult[] = new Array(ops.length);
@@ -68,11 +77,7 @@ export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[], t
       case OpCode.Put: case OpCode.BurnId: results[i] = text(r); break;
       case OpCode.Delete: case OpCode.Release: case OpCode.Bury: results[i] = r === 1; break;
       case OpCode.Touch: results[i] = r as number; break;
-      case OpCode.Reserve:
-        results[i] = Array.isArray(r)
-          ? { id: text(r[0]), ttr: r[1] as number, body: r[2] as Buffer, tube: tubes[(r[3] as number) - 1]! }
-          : (r as number);
-        break;
+      case OpCode.Reserve: results[i] = Array.isArray(r) ? reservedJobs(r, tubes) : (r as number); break;
     }
   }
   return results;
