@@ -1,25 +1,28 @@
 // Public API: start a redstalk server in-process.
 import type { Logger } from 'pino';
+import { checkConfig, ConfigError, type Sources } from './config/check.js';
+import type { Config } from './config/settings.js';
 import { createLogger } from './log.js';
-import { openSidecar, type OpenConfig } from './open.js';
+import { openSidecar } from './open.js';
 import type { ServerStats } from './protocol/generated.js';
-import { LIMITS } from './protocol/spec.js';
 
-export type { ServerStats };
+export type { Config, ServerStats };
+export { ConfigError };
+export { DEFAULTS } from './config/settings.js';
 
-export interface ServerOptions extends Omit<OpenConfig, 'listen'> {
-  host: string;
-  logLevel: string;
+/** Any settings (the rest take their defaults; the same checks as the command line), a Redis URL, and optionally a pino logger. */
+export type ServerOptions = Partial<Config> & {
+  redisUrl: string;
   /** A pino logger to log to (else one is made at logLevel, on stdout). */
   logger?: Logger;
-}
+};
 
 export interface RedstalkServer {
   /** Where it listens: `host:port`, or `unix:PATH`. */
   readonly address: string;
   /** The TCP port (0 for a UNIX socket). */
   readonly port: number;
-  /** The same values `stats` answers, typed. */
+  /** The same values `stats` answers, typed (plus redstalk's own counters). */
   stats(): Promise<ServerStats>;
   /** beanstalkd's drain mode (SIGUSR1): new puts answer DRAINING. */
   drain(): void;
@@ -27,28 +30,14 @@ export interface RedstalkServer {
   close(): Promise<void>;
 }
 
-export const DEFAULTS = {
-  host: '127.0.0.1',
-  port: 11300,
-  prefix: 'redstalk',
-  maxJobSize: LIMITS.defaultMaxJobSize,
-  heartbeatMs: 1000,
-  redisTimeoutMs: 2000,
-  shutdownGraceMs: 2000,
-  logLevel: 'info',
-  // Chosen from `npm run bench` (bench/README.md): see there for the measurements.
-  batchOps: 512,
-  batchBytes: 1 << 20,
-  batchInFlight: 1,
-  // Waiting rooms without room-config: a waiting page polls within 30 s, an app
-  // checks its participants in within 2 minutes, a dropped socket has 30 s to return.
-  roomDefaults: { capacity: 100, checkinTimeout: 30, participantTimeout: 120, grace: 30 },
-};
-
-export async function createServer(options: Partial<ServerOptions> & { redisUrl: string }): Promise<RedstalkServer> {
-  const opts = { ...DEFAULTS, ...options };
-  const log = opts.logger ?? createLogger(opts.logLevel);
-  const { sidecar } = await openSidecar({ ...opts, listen: opts.host }, log);
+export async function createServer(options: ServerOptions): Promise<RedstalkServer> {
+  const { logger, ...values } = options;
+  const sources = Object.fromEntries(Object.keys(values).map((k) => [k, 'api'])) as Sources;
+  const { config, warnings } = checkConfig(values, sources);
+  if (!config.redisUrl) throw new ConfigError('redisUrl is required (the embedded redis-server is the command line\'s)');
+  const log = logger ?? createLogger(config.logLevel);
+  for (const w of warnings) log.warn(w);
+  const { sidecar } = await openSidecar(config, log);
   return {
     get address() { return sidecar.address; },
     get port() { return sidecar.port; },

@@ -3,9 +3,9 @@
 // connections, and the background work (promotion timer, presence).
 // Several sidecars on one Redis behave as one server.
 import { randomBytes } from 'node:crypto';
-import { lstatSync, unlinkSync } from 'node:fs';
-import net from 'node:net';
+import type net from 'node:net';
 import type { Logger } from 'pino';
+import type { Config } from '../config/settings.js';
 import { Dispatcher, unhandledCommands } from '../commands/dispatch.js';
 import type { Services } from '../commands/session.js';
 import { COMMANDS } from '../protocol/spec.js';
@@ -15,6 +15,7 @@ import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type CommandObserver, type ConnectionHost } from './connection.js';
+import { Listener } from './listener.js';
 import { Counters } from './counters.js';
 import { Presence } from './presence.js';
 import { Promoter } from './promoter.js';
@@ -22,31 +23,8 @@ import { StatsCollector } from './stats.js';
 import { Waiters } from './waiters.js';
 
 /** What a sidecar reads of the configuration. */
-export interface SidecarConfig {
-  listen: string;
-  port: number;
-  maxJobSize: number;
-  /** How often this sidecar proves it is alive; it counts as dead after 5 missed beats. */
-  heartbeatMs: number;
-  /** How long a graceful stop waits at most for commands in flight and replies not yet written. */
-  shutdownGraceMs: number;
-  /** Cross-connection batching caps (src/store/batcher.ts). */
-  batchOps: number;
-  batchBytes: number;
-  batchInFlight: number;
-}
-
-/** `-l unix:PATH` (beanstalkd >= 1.12) listens on a UNIX socket; -p is then ignored. */
-function unixSocketPath(listen: string): string | null {
-  return listen.startsWith('unix:') ? listen.slice(5) : null;
-}
-
-/** A socket file left by a process that died; anything else at the path is an error. */
-function removeStaleSocket(path: string): void {
-  try {
-    if (lstatSync(path).isSocket()) unlinkSync(path);
-  } catch { /* nothing there */ }
-}
+/** The settings a sidecar itself reads (src/config/settings.ts says what each means). */
+export type SidecarConfig = Pick<Config, 'listen' | 'port' | 'maxJobSize' | 'heartbeatMs' | 'shutdownGraceMs' | 'batchOps' | 'batchBytes' | 'batchInFlight'>;
 
 /** Polls cond every 5 ms until it holds or the deadline (ms since epoch) passes. */
 async function until(cond: () => boolean, deadline: number): Promise<void> {
@@ -75,7 +53,7 @@ export class Sidecar implements ConnectionHost {
   private readonly presence: Presence;
   private readonly promoter: Promoter;
   private readonly background: Background;
-  private readonly server: net.Server;
+  private listener: Listener | null = null;
   private readonly connections = new Set<Connection>();
   /** Open client sockets, including those a graceful stop has half-closed. */
   private readonly sockets = new Set<net.Socket>();
@@ -120,31 +98,24 @@ export class Sidecar implements ConnectionHost {
     };
     this.dispatcher = new Dispatcher(services);
     this.observer = log.isLevelEnabled('trace') ? traceObserver(log) : null;
-    this.server = net.createServer({ allowHalfOpen: true }, (socket) => this.accept(socket));
-    this.server.on('error', (err) => log.error({ err }, 'listener error'));
   }
 
-  async start(): Promise<void> {
+  /** Connects to the store, then serves on the listener (one opened now if none is given). */
+  async start(listener?: Listener): Promise<void> {
     const missing = unhandledCommands(COMMANDS.map((c) => c.name));
     if (missing.length) throw new Error(`no handler for: ${missing.join(', ')}`);
     await this.backend.open(this.waiters);
     await this.presence.start();
     this.promoter.arm(0);
-    const socketPath = unixSocketPath(this.config.listen);
-    if (socketPath) removeStaleSocket(socketPath);
-    await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      const listening = () => {
-        this.server.off('error', reject);
-        resolve();
-      };
-      if (socketPath) this.server.listen(socketPath, listening);
-      else this.server.listen(this.config.port, this.config.listen, listening);
-    });
-    const address = this.server.address();
-    this.port = typeof address === 'object' && address ? address.port : 0;
-    this.address = socketPath ? `unix:${socketPath}` : `${this.config.listen}:${this.port}`;
-    this.log.info({ listen: this.address, node: this.nodeId }, 'redstalk listening');
+    if (!listener) {
+      listener = await Listener.open(this.config.listen, this.config.port);
+      this.log.info({ listen: listener.address }, 'redstalk listening');
+    }
+    this.listener = listener;
+    this.address = listener.address;
+    this.port = listener.port;
+    listener.attach((socket) => this.accept(socket), (err) => this.log.error({ err }, 'listener error'));
+    this.log.info({ listen: this.address, node: this.nodeId }, 'redstalk ready');
   }
 
   private accept(socket: net.Socket): void {
@@ -218,7 +189,7 @@ export class Sidecar implements ConnectionHost {
     if (this.stopping) return;
     this.stopping = true;
     const deadline = Date.now() + this.config.shutdownGraceMs;
-    const stoppedListening = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const stoppedListening = this.listener?.close() ?? Promise.resolve();
     for (const c of this.connections) {
       c.stopReading();
       this.waiters.cancel(c); // a blocked reserve ends without a reply, as when beanstalkd exits

@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer, DEFAULTS, type RedstalkServer, type ServerOptions } from '../../src/index.js';
+import { checkConfig } from '../../src/config/check.js';
+import { createServer, type RedstalkServer, type ServerOptions } from '../../src/index.js';
 import { createLogger } from '../../src/log.js';
 import { openSidecar, type OpenSidecar } from '../../src/open.js';
 import { freePort, waitForPort, waitForSocket } from './ports.js';
@@ -19,8 +20,8 @@ export interface TestSidecar { port: number; prefix: string; server: RedstalkSer
 
 export type TestOptions = Partial<ServerOptions> & { redisUrl: string };
 
-function withTestDefaults(opts: TestOptions) {
-  return { host: '127.0.0.1', port: 0, prefix: uniquePrefix(), logLevel: 'silent', ...opts };
+function withTestDefaults(opts: TestOptions): TestOptions & { prefix: string } {
+  return { listen: '127.0.0.1', port: 0, prefix: uniquePrefix(), logLevel: 'silent', ...opts };
 }
 
 /** An in-process redstalk (the public API) on a free loopback port, talking to the given Redis. */
@@ -34,9 +35,9 @@ export interface InsideSidecar extends OpenSidecar { port: number; prefix: strin
 
 /** A sidecar opened below the public API, for tests that look at its parts (batcher, store). */
 export async function startInside(opts: TestOptions): Promise<InsideSidecar> {
-  const o = { ...DEFAULTS, ...withTestDefaults(opts) };
-  const opened = await openSidecar({ ...o, listen: o.host }, createLogger(o.logLevel));
-  return { ...opened, port: opened.sidecar.port, prefix: o.prefix, stop: () => opened.sidecar.close() };
+  const { config } = checkConfig(withTestDefaults(opts));
+  const opened = await openSidecar(config, createLogger(config.logLevel));
+  return { ...opened, port: opened.sidecar.port, prefix: config.prefix, stop: () => opened.sidecar.close() };
 }
 
 /** redis-server + one in-process redstalk; stop() tears both down. */

@@ -322,7 +322,7 @@ describe('stats-room and list-rooms', () => {
   });
 
   it('forgets a room without settings once nobody can be in it; keeps a configured one', async () => {
-    await ctx.restart({ roomDefaults: { capacity: 5, checkinTimeout: 1, participantTimeout: 1, grace: 1 } });
+    await ctx.restart({ roomCapacity: 5, roomCheckinTimeout: 1, roomParticipantTimeout: 1, roomGrace: 1 });
     const a = await dial();
     expect(await a.cmd('enter passing a')).toBe('ENTERED');
     expect(await a.cmd('enter kept a')).toBe('ENTERED');
@@ -342,12 +342,12 @@ describe('stats-room and list-rooms', () => {
 describe('settings', () => {
   it('uses the sidecar\'s defaults until room-config, which persists in Redis', async () => {
     const prefix = ctx.sidecar.prefix;
-    await ctx.restart({ prefix, roomDefaults: { capacity: 1, checkinTimeout: 30, participantTimeout: 30, grace: 0 } });
+    await ctx.restart({ prefix, roomCapacity: 1, roomCheckinTimeout: 30, roomParticipantTimeout: 30, roomGrace: 0 });
     const a = await dial();
     expect(await a.cmd('enter small a')).toBe('ENTERED');
     expect(position(await a.cmd('enter small b'))).toBe(1);
     expect(await a.cmd('room-config small 2 30 30 0')).toBe('OK');
-    await ctx.restart({ prefix, roomDefaults: { capacity: 1, checkinTimeout: 30, participantTimeout: 30, grace: 0 } });
+    await ctx.restart({ prefix, roomCapacity: 1, roomCheckinTimeout: 30, roomParticipantTimeout: 30, roomGrace: 0 });
     const b = await dial();
     expect(await b.cmd('check small b')).toBe('READY');
     expect((await roomStats(b, 'small')).capacity).toBe('2');

@@ -1,0 +1,94 @@
+// `redstalk serve`: listen first, so that a start is quick (harnesses connect
+// as soon as the port accepts); then load the rest, start an embedded
+// redis-server when no Redis URL is given, and the sidecar, which takes the
+// connections that arrived meanwhile. Privileges are dropped like beanstalkd -u.
+import { execFileSync } from 'node:child_process';
+import type { Logger } from 'pino';
+import type { Config } from '../config/settings.js';
+import { Listener } from '../server/listener.js';
+import type { Sidecar } from '../server/sidecar.js';
+import { maskUrl } from './config-check.js';
+import type { EmbeddedRedis } from './embedded-redis.js';
+
+/** uid and gid of a user, as beanstalkd -u USER ("become user and group"). */
+function lookupUser(user: string): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+function fail(message: string): never {
+  process.stderr.write(`redstalk: ${message}\n`);
+  process.exit(1);
+}
+
+export async function serve(config: Config, warnings: readonly string[], embeddedOnly: readonly string[]): Promise<void> {
+  let as: { uid: number; gid: number } | undefined;
+  let log: Logger | undefined;
+  let listener: Listener;
+  try {
+    as = config.user ? lookupUser(config.user) : undefined;
+    listener = await Listener.open(config.listen, config.port);
+  } catch (err) {
+    fail(`cannot listen on ${config.listen}:${config.port}: ${(err as Error).message}`);
+  }
+  let embedded: EmbeddedRedis | null = null;
+  let server: Sidecar | null = null;
+  let drainAsked = false;
+  let stopping = false;
+  // From the moment the port is open: a stop closes whatever has started so far.
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      log?.info({ signal }, 'shutting down');
+      void (async () => {
+        try {
+          await (server ? server.close() : listener.close());
+        } finally {
+          await embedded?.stop();
+          process.exit(0);
+        }
+      })();
+    });
+  }
+  process.on('SIGUSR1', () => {
+    drainAsked = true;
+    server?.drain();
+  });
+
+  const [{ createLogger }, { startEmbeddedRedis }, { openSidecar }] =
+    await Promise.all([import('../log.js'), import('./embedded-redis.js'), import('../open.js')]);
+  log = createLogger(config.logLevel);
+  log.info({ listen: listener.address }, 'redstalk listening');
+  for (const w of warnings) log.warn(w);
+  log.debug({ config: { ...config, redisUrl: maskUrl(config.redisUrl) } }, 'configuration');
+
+  try {
+    let redisUrl = config.redisUrl;
+    if (!redisUrl) {
+      embedded = await startEmbeddedRedis({
+        dataDir: config.dataDir, fsync: config.fsync, ...as,
+        onLog: (line) => log.info({ redis: line }, 'embedded redis'),
+      });
+      redisUrl = embedded.url;
+      log.info({ dataDir: config.dataDir, port: embedded.port, fsync: config.fsync }, 'started embedded redis-server');
+    } else if (embeddedOnly.length > 0) {
+      log.warn(`${embeddedOnly.join(', ')} apply to the embedded redis-server only; the Redis at --redis keeps its own persistence settings`);
+    }
+    server = (await openSidecar({ ...config, redisUrl }, log, listener)).sidecar;
+    if (drainAsked) server.drain();
+    if (as) {
+      // Like beanstalkd: bind first (maybe a privileged port), then drop privileges.
+      if (!process.setgid || !process.setuid) throw new Error('-u is not supported on this platform');
+      process.setgid(as.gid);
+      process.setuid(as.uid);
+    }
+  } catch (err) {
+    log.fatal({ err }, 'redstalk could not start');
+    await (server ? server.close() : listener.close());
+    await embedded?.stop();
+    fail(err instanceof Error ? err.message : String(err));
+  }
+  // A bug must not take every client's connection down with it: log it loudly and keep serving.
+  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection (bug)'));
+}

@@ -1,0 +1,86 @@
+// The listening socket. It can be opened before the rest of the sidecar is
+// loaded and connected to Redis, so that a start is quick (test harnesses
+// connect as soon as the port accepts): connections that arrive early wait,
+// unread, until the sidecar takes them.
+import { lstatSync, unlinkSync } from 'node:fs';
+import net from 'node:net';
+
+/** `-l unix:PATH` (beanstalkd >= 1.12) listens on a UNIX socket; -p is then ignored. */
+function unixSocketPath(listen: string): string | null {
+  return listen.startsWith('unix:') ? listen.slice(5) : null;
+}
+
+/** A socket file left by a process that died; anything else at the path is an error. */
+function removeStaleSocket(path: string): void {
+  try {
+    if (lstatSync(path).isSocket()) unlinkSync(path);
+  } catch { /* nothing there */ }
+}
+
+export class Listener {
+  /** Sockets accepted before a sidecar took the listener. */
+  private early: Set<net.Socket> | null = new Set();
+  private take: ((socket: net.Socket) => void) | null = null;
+
+  private constructor(
+    private readonly server: net.Server,
+    /** host:port, or unix:PATH. */
+    readonly address: string,
+    /** The TCP port (0 for a UNIX socket). */
+    readonly port: number,
+  ) {}
+
+  static async open(listen: string, port: number): Promise<Listener> {
+    let listener: Listener | null = null;
+    const pending: net.Socket[] = [];
+    const server = net.createServer({ allowHalfOpen: true }, (socket) => {
+      if (listener) listener.accept(socket);
+      else pending.push(socket);
+    });
+    const socketPath = unixSocketPath(listen);
+    if (socketPath) removeStaleSocket(socketPath);
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      const listening = () => {
+        server.off('error', reject);
+        resolve();
+      };
+      if (socketPath) server.listen(socketPath, listening);
+      else server.listen(port, listen, listening);
+    });
+    const bound = server.address();
+    const actualPort = typeof bound === 'object' && bound ? bound.port : 0;
+    listener = new Listener(server, socketPath ? `unix:${socketPath}` : `${listen}:${actualPort}`, actualPort);
+    for (const socket of pending) listener.accept(socket);
+    return listener;
+  }
+
+  private accept(socket: net.Socket): void {
+    if (this.take) return this.take(socket);
+    if (!this.early) { socket.destroy(); return; }
+    socket.pause();
+    this.early.add(socket);
+    socket.once('close', () => this.early?.delete(socket));
+    socket.on('error', () => { /* surfaced as close */ });
+  }
+
+  /** From now on every connection goes to `take`, starting with those that waited. */
+  attach(take: (socket: net.Socket) => void, onError: (err: Error) => void): void {
+    this.server.on('error', onError);
+    this.take = take;
+    const early = this.early!;
+    this.early = null;
+    for (const socket of early) {
+      socket.removeAllListeners('error');
+      take(socket);
+      socket.resume();
+    }
+  }
+
+  /** Stops accepting; settles once every connection is gone. */
+  close(): Promise<void> {
+    for (const socket of this.early ?? []) socket.destroy();
+    this.early = null;
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}

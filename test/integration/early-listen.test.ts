@@ -1,0 +1,40 @@
+// The command line listens before it connects to Redis (a quick start); a
+// client that connects and talks in that window is served once the sidecar is ready.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkConfig } from '../../src/config/check.js';
+import { createLogger } from '../../src/log.js';
+import { openSidecar } from '../../src/open.js';
+import { Listener } from '../../src/server/listener.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { uniquePrefix } from '../helpers/redstalk.js';
+import { Wire } from '../helpers/wire.js';
+
+describe('listening before the store is ready', () => {
+  let redis: TestRedis;
+  beforeAll(async () => { redis = await startRedis(); });
+  afterAll(async () => { await redis?.stop(); });
+
+  it('holds the commands of early connections and answers them in order once ready', async () => {
+    const listener = await Listener.open('127.0.0.1', 0);
+    const early = await Wire.connect(listener.port);
+    early.send('put 0 0 60 5\r\nhello\r\nlist-tube-used\r\n');
+    const quitter = await Wire.connect(listener.port);
+    quitter.close();
+    expect(await early.silent(100)).toBe(true);
+    const { config } = checkConfig({ redisUrl: redis.url, prefix: uniquePrefix(), port: 0, logLevel: 'silent' });
+    const { sidecar } = await openSidecar(config, createLogger('silent'), listener);
+    try {
+      expect(sidecar.port).toBe(listener.port);
+      expect(await early.line()).toBe('INSERTED 1');
+      expect(await early.line()).toBe('USING default');
+      const later = await Wire.connect(listener.port);
+      expect(await later.cmd('peek 1')).toBe('FOUND 1 5\nhello');
+      // The one that left before the sidecar was ready is noticed gone once it reads its EOF.
+      await expect.poll(async () => (await sidecar.stats.server())['current-connections']).toBe(2);
+      later.close();
+    } finally {
+      early.close();
+      await sidecar.close();
+    }
+  });
+});
