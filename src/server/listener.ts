@@ -73,7 +73,10 @@ export class Listener {
     for (const socket of early) {
       socket.removeAllListeners('error');
       take(socket);
-      socket.resume();
+      // A client that half-closed while it waited (and whose bytes were all
+      // read) has had its 'end' already: tell its new owner again.
+      if (socket.readableEnded) socket.emit('end');
+      else socket.resume();
     }
   }
 
