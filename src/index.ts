@@ -22,6 +22,8 @@ export interface RedstalkServer {
   readonly address: string;
   /** The TCP port (0 for a UNIX socket). */
   readonly port: number;
+  /** Where /healthz, /readyz and /metrics are served (`http` setting), or null. */
+  readonly httpAddress: string | null;
   /** The same values `stats` answers, typed (plus redstalk's own counters). */
   stats(): Promise<ServerStats>;
   /** beanstalkd's drain mode (SIGUSR1): new puts answer DRAINING. */
@@ -37,10 +39,11 @@ export async function createServer(options: ServerOptions): Promise<RedstalkServ
   if (!config.redisUrl) throw new ConfigError('redisUrl is required (the embedded redis-server is the command line\'s)');
   const log = logger ?? createLogger(config.logLevel);
   for (const w of warnings) log.warn(w);
-  const { sidecar } = await openSidecar(config, log);
+  const { sidecar, http } = await openSidecar(config, log);
   return {
     get address() { return sidecar.address; },
     get port() { return sidecar.port; },
+    httpAddress: http?.address ?? null,
     stats: () => sidecar.stats.server(),
     drain: () => sidecar.drain(),
     close: () => sidecar.close(),

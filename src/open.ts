@@ -1,12 +1,14 @@
-// The composition root: a Sidecar over the Redis backend, started. The public
-// API (index.ts) and the tests that look inside a sidecar both open one here.
+// The composition root: a Sidecar over the Redis backend, with its HTTP
+// endpoint when --http is set, started. The public API (index.ts), the command
+// line and the tests that look inside a sidecar all open one here.
 import type { Logger } from 'pino';
 import type { Config } from './config/settings.js';
+import type { OpsServer } from './http/server.js';
 import type { Listener } from './server/listener.js';
 import { Sidecar } from './server/sidecar.js';
 import { RedisBackend } from './store/redis/backend.js';
 
-export interface OpenSidecar { sidecar: Sidecar; backend: RedisBackend }
+export interface OpenSidecar { sidecar: Sidecar; backend: RedisBackend; http: OpsServer | null }
 
 /** `listener`: one the caller opened early (the command line listens first); else the sidecar opens its own. */
 export async function openSidecar(config: Config, log: Logger, listener?: Listener): Promise<OpenSidecar> {
@@ -17,12 +19,29 @@ export async function openSidecar(config: Config, log: Logger, listener?: Listen
       participantTimeout: config.roomParticipantTimeout, grace: config.roomGrace,
     },
   });
-  const sidecar = new Sidecar(config, backend, log);
+  // prom-client is loaded only when metrics are asked for.
+  const ops = config.http ? await Promise.all([import('./http/metrics.js'), import('./http/server.js')]) : null;
+  const metrics = ops ? new ops[0].Metrics() : null;
+  const sidecar = new Sidecar(config, backend, log, metrics ? [metrics] : []);
+  let http: OpsServer | null = null;
   try {
+    if (ops && metrics) {
+      metrics.observe({
+        jobs: backend.jobs, rooms: backend.rooms, counters: sidecar.counters,
+        seriesLimit: config.metricsTubes, draining: () => sidecar.isDraining,
+      });
+      // Up before the sidecar, so that /healthz answers and /readyz says "starting" meanwhile.
+      http = await ops[1].startOpsServer(config.http, {
+        readiness: () => sidecar.readiness(),
+        metrics: async () => ({ contentType: metrics.contentType, body: await metrics.render() }),
+      }, log);
+      sidecar.closeWith(http.close);
+    }
     await sidecar.start(listener);
   } catch (err) {
+    await http?.close();
     await backend.close();
     throw err;
   }
-  return { sidecar, backend };
+  return { sidecar, backend, http };
 }

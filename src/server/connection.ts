@@ -14,6 +14,7 @@ import { jobReply, line, REPLY } from '../protocol/replies.js';
 import { isStoreFull } from '../store/errors.js';
 import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import { ByteQueue } from './byte-queue.js';
+import { replyLine, type Instruments } from './instruments.js';
 
 const CR = 13;
 const LF = 10;
@@ -27,16 +28,12 @@ const MAX_IN_FLIGHT_BYTES = 4 << 20;
 
 const enum Mode { Command, Discard, Body, Skip }
 
-/** Sees every command's reply, in order, with the time it took (see Sidecar for the one in use). */
-export interface CommandObserver {
-  answered(command: string, reply: Buffer | readonly Buffer[], elapsedMs: number): void;
-}
-
 /** What a connection needs from the sidecar that accepted it. */
 export interface ConnectionHost {
   readonly dispatcher: Dispatcher;
   readonly log: Logger;
-  readonly observer: CommandObserver | null;
+  /** Told of every command's reply and time, when anyone measures. */
+  readonly instruments: Instruments | null;
   submit(op: AnyJobOp): void;
   dueIn(ms: number): void;
   becameProducer(): void;
@@ -95,16 +92,16 @@ export class Connection implements Session, BodyFraming {
     }
     if (Buffer.isBuffer(reply)) this.socket.write(reply);
     else for (const part of reply) this.socket.write(part);
-    if (this.host.observer) this.observe(reply);
+    if (this.host.instruments) this.observe(reply);
   }
 
   private observe(reply: Buffer | readonly Buffer[]): void {
     const c = this.unanswered.shift();
-    if (c) this.host.observer!.answered(c.name, reply, performance.now() - c.at);
+    if (c) this.host.instruments!.answered(c.name, replyLine(reply), performance.now() - c.at);
   }
 
   private received(name: string): void {
-    if (this.host.observer) this.unanswered.push({ name, at: performance.now() });
+    if (this.host.instruments) this.unanswered.push({ name, at: performance.now() });
   }
 
   private readonly uncork = (): void => {

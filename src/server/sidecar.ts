@@ -11,10 +11,11 @@ import type { Services } from '../commands/session.js';
 import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { Batcher } from '../store/batcher.js';
-import type { AnyJobOp, ReservedJob } from '../store/ops.js';
+import type { AnyJobOp, OpResult, ReservedJob } from '../store/ops.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
-import { Connection, type CommandObserver, type ConnectionHost } from './connection.js';
+import { Connection, type ConnectionHost } from './connection.js';
+import { allOf, type Instruments } from './instruments.js';
 import { Listener } from './listener.js';
 import { Counters } from './counters.js';
 import { Presence } from './presence.js';
@@ -31,14 +32,26 @@ async function until(cond: () => boolean, deadline: number): Promise<void> {
   while (!cond() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
-/** Logs every command with its reply word and time at trace level (-VV). */
-function traceObserver(log: Logger): CommandObserver {
+/** Logs every command with its reply line and time, and every batch call, at trace level (-VV). */
+function traceLog(log: Logger): Instruments {
   return {
-    answered(command, reply, elapsedMs) {
-      const first = Buffer.isBuffer(reply) ? reply : reply[0]!;
-      const end = first.indexOf(13);
-      log.trace({ command, reply: first.toString('latin1', 0, end < 0 ? first.length : end), ms: elapsedMs }, 'command');
-    },
+    answered: (command, reply, ms) => log.trace({ command, reply, ms }, 'command'),
+    batchApplied: (ops, ms, failed) => log.trace({ ops, ms, failed }, 'batch call'),
+  };
+}
+
+/** A batch call that reports its size and time. */
+function timed(instruments: Instruments, apply: (ops: readonly AnyJobOp[]) => Promise<OpResult[]>) {
+  return async (ops: readonly AnyJobOp[]): Promise<OpResult[]> => {
+    const t0 = performance.now();
+    try {
+      const results = await apply(ops);
+      instruments.batchApplied(ops.length, performance.now() - t0, false);
+      return results;
+    } catch (err) {
+      instruments.batchApplied(ops.length, performance.now() - t0, true);
+      throw err;
+    }
   };
 }
 
@@ -47,7 +60,7 @@ export class Sidecar implements ConnectionHost {
   readonly counters = new Counters();
   readonly batcher: Batcher;
   readonly dispatcher: Dispatcher;
-  readonly observer: CommandObserver | null;
+  readonly instruments: Instruments | null;
   readonly stats: StatsCollector;
   private readonly waiters: Waiters;
   private readonly presence: Presence;
@@ -58,17 +71,20 @@ export class Sidecar implements ConnectionHost {
   /** Open client sockets, including those a graceful stop has half-closed. */
   private readonly sockets = new Set<net.Socket>();
   private nextConnectionId = 1;
+  /** What closes after the sidecar (the HTTP endpoint). */
+  private readonly companions: Array<() => Promise<void>> = [];
   private draining = false;
   private stopping = false;
   /** The listening address: host:port, or unix:PATH. */
   address = '';
   port = 0;
 
-  constructor(private readonly config: SidecarConfig, private readonly backend: Backend, readonly log: Logger) {
+  constructor(private readonly config: SidecarConfig, private readonly backend: Backend, readonly log: Logger, instruments: Instruments[] = []) {
     const { jobs, rooms } = backend;
+    this.instruments = allOf(log.isLevelEnabled('trace') ? [...instruments, traceLog(log)] : instruments);
     this.background = new Background(log);
     this.batcher = new Batcher(
-      (ops) => jobs.apply(ops),
+      this.instruments ? timed(this.instruments, (ops) => jobs.apply(ops)) : (ops) => jobs.apply(ops),
       { maxOps: config.batchOps, maxBytes: config.batchBytes, maxInFlight: config.batchInFlight },
       (err) => log.error({ err }, 'batched command completion failed (bug)'),
     );
@@ -97,7 +113,6 @@ export class Sidecar implements ConnectionHost {
       },
     };
     this.dispatcher = new Dispatcher(services);
-    this.observer = log.isLevelEnabled('trace') ? traceObserver(log) : null;
   }
 
   /** Connects to the store, then serves on the listener (one opened now if none is given). */
@@ -173,6 +188,22 @@ export class Sidecar implements ConnectionHost {
 
   // ---- lifetime ----
 
+  /** Closes `close` once the sidecar has stopped. */
+  closeWith(close: () => Promise<void>): void {
+    this.companions.push(close);
+  }
+
+  /** Whether new puts answer DRAINING. */
+  get isDraining(): boolean { return this.draining; }
+
+  /** null when this sidecar serves and its store answers (within 1 s), else why not (for /readyz). */
+  async readiness(): Promise<string | null> {
+    if (this.stopping) return 'stopping';
+    if (!this.listener) return 'starting';
+    if (this.draining) return 'draining';
+    return this.backend.health(1000);
+  }
+
   /** SIGUSR1: new puts answer DRAINING (cannot be undone, as in beanstalkd). */
   drain(): void {
     this.draining = true;
@@ -209,6 +240,7 @@ export class Sidecar implements ConnectionHost {
       this.log.warn({ err }, 'could not clean up in Redis');
     }
     await stoppedListening;
+    for (const close of this.companions) await close();
     await this.backend.close();
     this.log.info('redstalk stopped');
   }

@@ -8,5 +8,7 @@ export interface Backend {
   readonly rooms: RoomStore;
   /** Connects and starts delivering wake-ups to the listener. */
   open(listener: ReadyListener): Promise<void>;
+  /** null when the store answers now (within timeoutMs), else why not. */
+  health(timeoutMs: number): Promise<string | null>;
   close(): Promise<void>;
 }

@@ -55,6 +55,18 @@ export class RedisBackend implements Backend {
     subscribed = true;
   }
 
+  async health(timeoutMs: number): Promise<string | null> {
+    if (this.redis.status !== 'ready') return `redis: command link ${this.redis.status}`;
+    if (this.subscriber.status !== 'ready') return `redis: wake-up link ${this.subscriber.status}`;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<string>((resolve) => { timer = setTimeout(() => resolve(`redis: no reply to PING within ${timeoutMs} ms`), timeoutMs); });
+    try {
+      return await Promise.race([this.redis.ping().then(() => null, (err: Error) => `redis: ${err.message}`), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async close(): Promise<void> {
     this.subscriber.disconnect();
     await this.redis.quit().catch(() => this.redis.disconnect());

@@ -1,0 +1,123 @@
+// Prometheus metrics of one sidecar (prom-client), names prefixed redstalk_:
+// commands by name and result and their latency, batch calls to Redis (size,
+// latency), connections, jobs by state and tube, waiting rooms, and the
+// process. Job and room figures are read from Redis at scrape time, for at
+// most --metrics-tubes tubes and rooms each (totals always count all).
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counters } from '../server/counters.js';
+import { replyWord, type Instruments } from '../server/instruments.js';
+import type { JobStore, TubeCounts } from '../store/job-store.js';
+import type { RoomStore } from '../store/room-store.js';
+
+export interface MetricsSource {
+  readonly jobs: JobStore;
+  readonly rooms: RoomStore;
+  /** This sidecar's own connection counters. */
+  readonly counters: Counters;
+  /** At most this many tubes, and rooms, get series of their own. */
+  readonly seriesLimit: number;
+  draining(): boolean;
+}
+
+const STATES = ['urgent', 'ready', 'reserved', 'delayed', 'buried'] as const satisfies ReadonlyArray<keyof TubeCounts>;
+
+export class Metrics implements Instruments {
+  readonly registry = new Registry();
+  private source: MetricsSource | null = null;
+  private readonly commands: Counter<'command' | 'result'>;
+  private readonly latency: Histogram<'command'>;
+  private readonly batchOps: Histogram;
+  private readonly batchSeconds: Histogram<'outcome'>;
+  private readonly gauges: Record<string, Gauge<string>>;
+
+  constructor() {
+    const registers = [this.registry];
+    this.commands = new Counter({ name: 'redstalk_commands_total', help: 'Commands answered, by command and reply word', labelNames: ['command', 'result'], registers });
+    this.latency = new Histogram({
+      name: 'redstalk_command_duration_seconds', help: 'Time from reading a command to writing its reply (blocking reserves included)',
+      labelNames: ['command'], buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30], registers,
+    });
+    this.batchOps = new Histogram({ name: 'redstalk_batch_ops', help: 'Job commands per batch call to Redis', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], registers });
+    this.batchSeconds = new Histogram({
+      name: 'redstalk_batch_call_duration_seconds', help: 'Time of a batch call to Redis, by outcome', labelNames: ['outcome'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2], registers,
+    });
+    const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers });
+    this.gauges = {
+      connections: gauge('redstalk_connections', 'Open client connections of this sidecar'),
+      producers: gauge('redstalk_producers', 'Connections of this sidecar that have put a job'),
+      workers: gauge('redstalk_workers', 'Connections of this sidecar that have reserved a job'),
+      waiting: gauge('redstalk_waiting', 'Connections of this sidecar blocked in a reserve'),
+      connectionsTotal: gauge('redstalk_connections_accepted', 'Connections this sidecar accepted since it started'),
+      draining: gauge('redstalk_draining', '1 in drain mode (new puts answer DRAINING)'),
+      jobs: gauge('redstalk_jobs', 'Jobs in the store by state, all tubes', ['state']),
+      tubes: gauge('redstalk_tubes', 'Tubes in the store'),
+      tubeJobs: gauge('redstalk_tube_jobs', 'Jobs by tube and state (the first --metrics-tubes tubes)', ['tube', 'state']),
+      tubeTotal: gauge('redstalk_tube_jobs_created', 'Jobs ever put into the tube', ['tube']),
+      rooms: gauge('redstalk_rooms', 'Waiting rooms in the store'),
+      participants: gauge('redstalk_room_participants', 'People inside the room', ['room']),
+      roomWaiting: gauge('redstalk_room_waiting', 'People in the room\'s line', ['room']),
+      admitted: gauge('redstalk_room_admitted', 'Admissions to the room since it was created', ['room']),
+      dropouts: gauge('redstalk_room_dropouts', 'People dropped from the room\'s line for not checking in', ['room']),
+    };
+    collectDefaultMetrics({ register: this.registry, prefix: 'redstalk_' });
+  }
+
+  /** The sidecar to read from at scrape time. */
+  observe(source: MetricsSource): void { this.source = source; }
+
+  answered(command: string, reply: string, elapsedMs: number): void {
+    this.commands.inc({ command, result: replyWord(reply) });
+    this.latency.observe({ command }, elapsedMs / 1000);
+  }
+
+  batchApplied(ops: number, elapsedMs: number, failed: boolean): void {
+    this.batchOps.observe(ops);
+    this.batchSeconds.observe({ outcome: failed ? 'error' : 'ok' }, elapsedMs / 1000);
+  }
+
+  get contentType(): string { return this.registry.contentType; }
+
+  /** The exposition text, after reading the store. */
+  async render(): Promise<string> {
+    if (this.source) await this.refresh(this.source);
+    return this.registry.metrics();
+  }
+
+  private async refresh(s: MetricsSource): Promise<void> {
+    const g = this.gauges;
+    const c = s.counters;
+    g.connections!.set(c.connections);
+    g.producers!.set(c.producers);
+    g.workers!.set(c.workers);
+    g.waiting!.set(c.waiting);
+    g.connectionsTotal!.set(c.totalConnections);
+    g.draining!.set(s.draining() ? 1 : 0);
+    const [names, roomNames] = await Promise.all([s.jobs.listTubes(), s.rooms.list()]);
+    const counts = await s.jobs.tubeCounts(names);
+    g.tubes!.set(counts.tubes.size);
+    g.tubeJobs!.reset();
+    g.tubeTotal!.reset();
+    for (const state of STATES) {
+      let total = 0;
+      for (const t of counts.tubes.values()) total += t[state];
+      g.jobs!.set({ state }, total);
+    }
+    for (const name of names.slice(0, s.seriesLimit)) {
+      const t = counts.tubes.get(name);
+      if (!t) continue;
+      for (const state of STATES) g.tubeJobs!.set({ tube: name, state }, t[state]);
+      g.tubeTotal!.set({ tube: name }, t.totalJobs);
+    }
+    g.rooms!.set(roomNames.length);
+    for (const k of ['participants', 'roomWaiting', 'admitted', 'dropouts']) g[k]!.reset();
+    const rooms = await Promise.all(roomNames.slice(0, s.seriesLimit).map(async (room) => [room, await s.rooms.state(room)] as const));
+    for (const [room, r] of rooms) {
+      if (!r) continue;
+      g.participants!.set({ room }, r.participants);
+      g.roomWaiting!.set({ room }, r.waiting);
+      g.admitted!.set({ room }, r.admittedTotal);
+      g.dropouts!.set({ room }, r.dropoutsTotal);
+    }
+  }
+}
