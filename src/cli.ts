@@ -7,6 +7,9 @@ import { ConfigError } from './config/check.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
 import { renderConfig } from './cli/config-check.js';
 import { addConfigOptions, configInput } from './cli/options.js';
+import { addInspectCommands } from './cli/admin/inspect.js';
+import { addTopCommand } from './cli/admin/top.js';
+import { addTransferCommands } from './cli/admin/transfer.js';
 import pkg from '../package.json' with { type: 'json' };
 
 async function load(opts: Record<string, unknown>): Promise<LoadedConfig> {
@@ -41,6 +44,11 @@ const program = new Command('redstalk')
 
 addConfigOptions(program).action(serveAction);
 addConfigOptions(program.command('serve').description('run the sidecar (the default command)')).action(serveAction);
+
+// Admin subcommands talk to a running sidecar over the protocol.
+addInspectCommands(program);
+addTransferCommands(program);
+addTopCommand(program);
 
 const config = program.command('config').description('configuration tools');
 addConfigOptions(config.command('check').description('check the configuration and print the effective settings (exit 2 if invalid)'))

@@ -1,0 +1,94 @@
+// redstalk stats | tubes | peek | kick | pause | rooms | room | put: a look
+// inside a running sidecar, and the few changes an operator makes by hand.
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { InvalidArgumentError } from 'commander';
+import type { Client, TubeStats } from '../../../clients/node/src/index.js';
+import { adminCommand, print, table, withClient, type AdminOptions } from './session.js';
+
+function whole(value: string): number {
+  if (!/^\d+$/.test(value)) throw new InvalidArgumentError('not a whole number');
+  return Number(value);
+}
+
+const PEEK_STATES = ['ready', 'delayed', 'buried'] as const;
+
+/** Every tube with its stats, in the server's order. */
+export async function tubeStats(c: Client): Promise<TubeStats[]> {
+  const names = await c.listTubes();
+  return Promise.all(names.map((n) => c.statsTube(n)));
+}
+
+export function tubeTable(tubes: readonly TubeStats[], extra?: (t: TubeStats) => Array<string | number>, extraHead: string[] = []): string {
+  return table([
+    ['tube', 'ready', 'urgent', 'reserved', 'delayed', 'buried', 'total', 'watching', 'waiting', 'paused', ...extraHead],
+    ...tubes.map((t) => [t.name, t['current-jobs-ready'], t['current-jobs-urgent'], t['current-jobs-reserved'], t['current-jobs-delayed'],
+      t['current-jobs-buried'], t['total-jobs'], t['current-watching'], t['current-waiting'], t['pause-time-left'] > 0 ? `${t['pause-time-left']}s` : '-',
+      ...(extra ? extra(t) : [])]),
+  ]);
+}
+
+export function addInspectCommands(program: Command): void {
+  adminCommand(program, 'stats', 'the server\'s stats (all sidecars of one Redis)')
+    .action((o: AdminOptions) => withClient(o, async (c) => {
+      const s = await c.stats();
+      print(o, s, () => table([['stat', 'value'], ...Object.entries(s).map(([k, v]) => [k, String(v)])]));
+    }));
+
+  adminCommand(program, 'tubes', 'every tube with its job counts')
+    .action((o: AdminOptions) => withClient(o, async (c) => {
+      const tubes = await tubeStats(c);
+      print(o, tubes, () => tubeTable(tubes));
+    }));
+
+  adminCommand(program, 'peek <tube> [state]', `the next job of a tube in a state (${PEEK_STATES.join(', ')}; default ready)`)
+    .action((tube: string, state: string | undefined, o: AdminOptions) => withClient(o, async (c) => {
+      const which = (state ?? 'ready') as (typeof PEEK_STATES)[number];
+      if (!PEEK_STATES.includes(which)) throw new Error(`state must be one of ${PEEK_STATES.join(', ')}`);
+      await c.use(tube);
+      const job = await (which === 'ready' ? c.peekReady() : which === 'delayed' ? c.peekDelayed() : c.peekBuried());
+      const stats = await c.statsJob(job.id);
+      print(o, { ...stats, body: job.body.toString('base64') },
+        () => `${table([['stat', 'value'], ...Object.entries(stats).map(([k, v]) => [k, String(v)])])}\n${job.body.toString('utf8')}`);
+    }));
+
+  adminCommand(program, 'kick <tube> <n>', 'move up to n buried jobs of the tube (or, if none, delayed ones) to ready')
+    .action((tube: string, n: string, o: AdminOptions) => withClient(o, async (c) => {
+      await c.use(tube);
+      const kicked = await c.kick(whole(n));
+      print(o, { tube, kicked }, () => `kicked ${kicked}`);
+    }));
+
+  adminCommand(program, 'pause <tube> <seconds>', 'no reserves from the tube for that long (0 resumes it)')
+    .action((tube: string, seconds: string, o: AdminOptions) => withClient(o, async (c) => {
+      await c.pauseTube(tube, whole(seconds));
+      print(o, { tube, paused: whole(seconds) }, () => `paused ${tube} for ${seconds} s`);
+    }));
+
+  adminCommand(program, 'rooms', 'every waiting room with its people')
+    .action((o: AdminOptions) => withClient(o, async (c) => {
+      const rooms = await Promise.all((await c.listRooms()).map((r) => c.statsRoom(r)));
+      print(o, rooms, () => table([
+        ['room', 'capacity', 'inside', 'tickets', 'waiting', 'open', 'admitted', 'dropouts', 'rate/min', 'eta-last', 'paused'],
+        ...rooms.map((r) => [r.name, r.capacity, r.participants, r.tickets, r.waiting, r['open-places'], r['admitted-total'],
+          r['dropouts-total'], r['admission-rate'], r['last-in-line-eta'], r.paused ? 'yes' : 'no']),
+      ]));
+    }));
+
+  adminCommand(program, 'room <name>', 'one waiting room\'s stats')
+    .action((name: string, o: AdminOptions) => withClient(o, async (c) => {
+      const r = await c.statsRoom(name);
+      print(o, r, () => table([['stat', 'value'], ...Object.entries(r).map(([k, v]) => [k, String(v)])]));
+    }));
+
+  adminCommand(program, 'put <tube> [file]', 'put one job whose body is the file (or standard input: - or none)')
+    .option('--pri <n>', 'priority', whole, 1024)
+    .option('--delay <s>', 'seconds before it is ready', whole, 0)
+    .option('--ttr <s>', 'seconds a worker may hold it', whole, 60)
+    .action((tube: string, file: string | undefined, o: AdminOptions & { pri: number; delay: number; ttr: number }) => withClient(o, async (c) => {
+      const body = readFileSync(file === undefined || file === '-' ? 0 : file);
+      await c.use(tube);
+      const id = await c.put(body, { priority: o.pri, delay: o.delay, ttr: o.ttr });
+      print(o, { tube, id }, () => `inserted ${id}`);
+    }));
+}
