@@ -58,7 +58,7 @@ export async function serve(config: Config, warnings: readonly string[], embedde
 
   const [{ createLogger }, { startEmbeddedRedis }, { openSidecar }] =
     await Promise.all([import('../log.js'), import('./embedded-redis.js'), import('../open.js')]);
-  log = createLogger(config.logLevel);
+  log = createLogger(config.logLevel, config.logFormat);
   log.info({ listen: listener.address }, 'redstalk listening');
   for (const w of warnings) log.warn(w);
   log.debug({ config: { ...config, redisUrl: maskUrl(config.redisUrl) } }, 'configuration');

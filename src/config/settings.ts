@@ -32,6 +32,7 @@ const room = (flag: string, arg: string, def: number, help: string): Row<number>
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export const FSYNC_MODES = ['always', 'everysec', 'no'] as const;
+export const LOG_FORMATS = ['auto', 'json', 'pretty'] as const;
 
 export const SETTINGS = {
   listen: text('-l, --listen <addr>', '127.0.0.1', { pattern: '.' },
@@ -49,6 +50,7 @@ export const SETTINGS = {
     'embedded redis-server appendfsync: always, everysec or no (beanstalkd: -f0 always, -f MS everysec, -F no)'),
   user: text('-u, --user <user>', '', {}, 'become this user and its group once listening'),
   logLevel: choice('--log-level <level>', 'info', LOG_LEVELS, 'log level (-V is debug, -VV trace)'),
+  logFormat: choice('--log-format <format>', 'auto', LOG_FORMATS, 'json lines, or pretty for people; auto: pretty when stdout is a terminal'),
   batchOps: integer('--batch-ops <n>', 512, 1, 100_000, 'most job commands in one Redis call'),
   batchBytes: integer('--batch-bytes <bytes>', 1 << 20, 1, 1 << 30, 'most job body bytes in one Redis call (a bigger single job still goes, alone)'),
   batchInFlight: integer('--batch-inflight <n>', 1, 1, 64, 'Redis calls of job commands in flight at once'),
