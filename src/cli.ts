@@ -7,6 +7,7 @@ import { ConfigError } from './config/check.js';
 import { loadConfig, type LoadedConfig } from './config/load.js';
 import { renderConfig } from './cli/config-check.js';
 import { addConfigOptions, configInput } from './cli/options.js';
+import { addHealthcheckCommand } from './cli/admin/healthcheck.js';
 import { addInspectCommands } from './cli/admin/inspect.js';
 import { addTopCommand } from './cli/admin/top.js';
 import { addTransferCommands } from './cli/admin/transfer.js';
@@ -49,6 +50,7 @@ addConfigOptions(program.command('serve').description('run the sidecar (the defa
 addInspectCommands(program);
 addTransferCommands(program);
 addTopCommand(program);
+addHealthcheckCommand(program);
 
 const config = program.command('config').description('configuration tools');
 addConfigOptions(config.command('check').description('check the configuration and print the effective settings (exit 2 if invalid)'))

@@ -54,5 +54,14 @@ export async function loadConfig(input: ConfigInput): Promise<LoadedConfig> {
     values[name] = v;
     sources[name as SettingName] = 'flag';
   }
-  return { ...checkConfig(values, sources), sources };
+  const checked = checkConfig(values, sources);
+  // A misspelt variable would silently leave its setting at the default.
+  const known = new Set([...SETTING_NAMES.map(envName), ...OTHER_VARIABLES]);
+  for (const k of Object.keys(input.env)) {
+    if (k.startsWith('REDSTALK_') && !known.has(k)) checked.warnings.push(`${k} is not a setting (ignored); settings: ${[...known].join(', ')}`);
+  }
+  return { ...checked, sources };
 }
+
+/** REDSTALK_ variables that are not settings: the file of settings, and the admin commands' server. */
+const OTHER_VARIABLES = ['REDSTALK_CONFIG', 'REDSTALK_SERVER', 'REDSTALK_BENCH_FLAGS'];

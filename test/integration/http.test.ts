@@ -1,10 +1,18 @@
 // The --http endpoint: /healthz, /readyz (flips with Redis) and /metrics in the
 // Prometheus text format, parsed strictly.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseExposition, valueOf } from '../helpers/prometheus.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
+import { ROOT, startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
 import { Wire } from '../helpers/wire.js';
+
+/** `redstalk healthcheck` in a child process (asynchronously: the sidecar it asks runs in this one). */
+const healthcheck = (address: string, ...args: string[]) => new Promise<{ status: number; stdout: string }>((resolve) => {
+  execFile(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'healthcheck', '--http', address, ...args], { cwd: ROOT },
+    (err, stdout) => resolve({ status: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout }));
+});
 
 const get = async (address: string, path: string) => {
   const res = await fetch(`http://${address}${path}`);
@@ -37,8 +45,12 @@ describe('the HTTP endpoint', () => {
     expect(await get(http, '/readyz')).toMatchObject({ status: 200, body: 'ready\n' });
     expect((await get(http, '/nope')).status).toBe(404);
     expect((await fetch(`http://${http}/healthz`, { method: 'POST' })).status).toBe(405);
+    expect((await healthcheck(http)).status).toBe(0);
     sidecar!.server.drain();
     expect(await get(http, '/readyz')).toMatchObject({ status: 503, body: 'not ready: draining\n' });
+    // `redstalk healthcheck` (the image's HEALTHCHECK) asks the same endpoint.
+    expect((await healthcheck(http)).status).toBe(0);
+    expect(await healthcheck(http, '--ready')).toMatchObject({ status: 1, stdout: '503 not ready: draining\n' });
   });
 
   it('serves /metrics in the exposition format: commands by result, latency, batches, connections, jobs by tube, rooms, process', async () => {

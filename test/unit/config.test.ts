@@ -22,6 +22,7 @@ function otherValue(name: SettingName): string | number {
     return v === DEFAULTS[name] ? v + 1 : v;
   }
   if (name === 'redisUrl') return 'redis://127.0.0.1:1';
+  if (name === 'http') return '127.0.0.1:1';
   return 'other';
 }
 
@@ -57,6 +58,11 @@ describe('the settings table', () => {
     await expect(loadConfig({ flags: {}, env: { REDSTALK_BATCH_OPS: '12x' } })).rejects.toThrow(/batchOps must be a whole number .*REDSTALK_BATCH_OPS/);
     expect(() => checkConfig({ fsync: 'sometimes' }, { fsync: 'flag' })).toThrow(/fsync must be equal to one of the allowed values \(got "sometimes"\) \(from the flag\)/);
     expect(() => checkConfig({ roomCapacity: 0 })).toThrow(ConfigError);
+  });
+
+  it('warns of a REDSTALK_ variable that is no setting (a typo would leave the default)', async () => {
+    const { warnings } = await loadConfig({ flags: {}, env: { REDSTALK_PROT: '1', REDSTALK_SERVER: 'x:1' } });
+    expect(warnings).toEqual([expect.stringMatching(/^REDSTALK_PROT is not a setting \(ignored\)/)]);
   });
 
   it('clamps -z to 1 GiB with a warning, as beanstalkd', () => {
