@@ -41,8 +41,8 @@ async function cpuSeconds(): Promise<number> {
 }
 
 /** Runs `count` ops in calls of `batch`, returning Redis CPU µs per op and all results. */
-async function measure(count: number, make: (i: number) => AnyJobOp): Promise<{ cpuUs: number; results: OpResult[] }> {
-  const results: OpResult[] = [];
+async function measure(count: number, make: (i: number) => AnyJobOp): Promise<{ cpuUs: number; results: Array<OpResult | Error> }> {
+  const results: Array<OpResult | Error> = [];
   const before = await cpuSeconds();
   for (let i = 0; i < count; i += batch) {
     const ops: AnyJobOp[] = [];

@@ -25,7 +25,11 @@
   that are not paused, after moving their due delayed jobs and expired
   reservations to ready (once per batch).
   Returns one result per op, in order.
+  Also registered as batchAllowOom (flags=allow-oom): Redis out of memory
+  refuses this script, but the sidecar then sends the ops that do not grow
+  memory (all but puts) through that one, so workers can drain a full Redis.
 ]]
+--- @variant allow-oom
 --- @include "jobs"
 local now = now_ms()
 local shards, shard, ntubes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   Removes a sidecar from the live set (clean shutdown, or reaping one whose
   heartbeat expired, after its tube references were dropped with refTube).

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   A sidecar says it is alive and stores a snapshot of its connection-level
   counters (connections, per-command counts, per-tube using/watching/waiting)

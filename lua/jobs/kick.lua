@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   kick: moves up to `bound` jobs of one tube to ready: buried jobs (oldest
   first) when the tube has any, else delayed jobs (soonest first).

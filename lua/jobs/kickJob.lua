@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   kick-job: moves one buried or delayed job (any tube) to ready.
   KEYS  8 globals, then 5 for the job's tube

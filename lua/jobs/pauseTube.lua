@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   pause-tube: no reserves from the tube for `delay` seconds. 0 unpauses now
   (beanstalkd pauses for 1 ns, which ends at once) and wakes blocked reserves.

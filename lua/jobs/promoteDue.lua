@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   Housekeeping tick: due delayed jobs and expired reservations of the given
   tubes go to ready (bounded by `limit` per kind), waking blocked reserves.

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   A sidecar starts or stops referencing a tube (some connection of it uses or
   watches the tube). The tube exists while referenced; when the last

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   A connection closed (or quit): every job it still holds goes back to ready
   at once, counting no timeout and no release (as beanstalkd).

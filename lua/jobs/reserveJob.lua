@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   reserve-job: reserves a job by id when it is ready, delayed or buried, in
   any tube, whatever the watch list or pauses.

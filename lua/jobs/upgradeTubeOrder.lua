@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   Upgrades a data set written before tube-order existed, once, at start: the
   set of tube names (`tubes`) becomes `tube-order`, in creation order (tube

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   room-config, room-rate, pause-room: stores settings of a room, which keeps
   them for good (it stays listed and its keys never expire).

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   leave <room> <user>: a participant leaves and holds a grace ticket (their
   place is kept for the grace period: enter within it gets them straight back

@@ -1,4 +1,4 @@
-#!lua
+#!lua flags=allow-oom
 --[[
   room-lottery <room> <seconds>: a pre-queue for an event that starts in
   `seconds`. Until then nobody is admitted and everyone who joins the line

@@ -10,8 +10,8 @@ import { Dispatcher, unhandledCommands } from '../commands/dispatch.js';
 import type { Services } from '../commands/session.js';
 import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
-import { Batcher } from '../store/batcher.js';
-import type { AnyJobOp, OpResult, ReservedJob } from '../store/ops.js';
+import { Batcher, type ApplyBatch } from '../store/batcher.js';
+import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
@@ -41,8 +41,8 @@ function traceLog(log: Logger): Instruments {
 }
 
 /** A batch call that reports its size and time. */
-function timed(instruments: Instruments, apply: (ops: readonly AnyJobOp[]) => Promise<OpResult[]>) {
-  return async (ops: readonly AnyJobOp[]): Promise<OpResult[]> => {
+function timed(instruments: Instruments, apply: ApplyBatch): ApplyBatch {
+  return async (ops) => {
     const t0 = performance.now();
     try {
       const results = await apply(ops);

@@ -17,7 +17,8 @@ export interface BatchLimits {
   maxInFlight: number;
 }
 
-export type ApplyBatch = (ops: readonly AnyJobOp[]) => Promise<OpResult[]>;
+/** One result per op, or an Error for an op that alone failed. */
+export type ApplyBatch = (ops: readonly AnyJobOp[]) => Promise<Array<OpResult | Error>>;
 
 export class Batcher {
   private queue: AnyJobOp[] = [];
@@ -82,13 +83,15 @@ export class Batcher {
     );
   }
 
-  private settle(batch: AnyJobOp[], results: OpResult[] | null, err: Error | null): void {
+  private settle(batch: AnyJobOp[], results: Array<OpResult | Error> | null, err: Error | null): void {
     this.inFlight--;
     this.opsInFlight -= batch.length;
     for (let i = 0; i < batch.length; i++) {
       const op = batch[i]!;
       try {
-        op.done(op, results ? results[i] : undefined, err);
+        const r = results ? results[i] : undefined;
+        if (r instanceof Error) op.done(op, undefined, r);
+        else op.done(op, r, err);
       } catch (e) {
         this.report(e);
       }

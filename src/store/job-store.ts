@@ -1,6 +1,7 @@
 // What the server may ask of a job store: the contract between server/ and
 // any backend (today: Redis, src/store/redis/). Values in, values out; no
 // backend type crosses it. Errors are StoreError (src/store/errors.ts).
+import type { StoreError } from './errors.js';
 import type { AnyJobOp, OpResult, ReservedJob } from './ops.js';
 
 export type JobState = 'ready' | 'delayed' | 'reserved' | 'buried';
@@ -27,8 +28,12 @@ export type PeekState = 'ready' | 'delayed' | 'buried';
 export type NodeSnapshot = Record<string, string>;
 
 export interface JobStore {
-  /** Applies ops from any connections as one atomic call, in order; one result per op. */
-  apply(ops: readonly AnyJobOp[]): Promise<OpResult[]>;
+  /**
+   * Applies ops from any connections as one atomic call, in order; one result
+   * per op, or a StoreError for an op that alone could not be applied (a put
+   * while the store is full). A failure of the whole call rejects.
+   */
+  apply(ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>>;
 
   /** The tube of a job, or null when it does not exist (a job never changes tube). */
   jobTube(id: string): Promise<string | null>;

@@ -19,7 +19,11 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
     beforeEach(async () => { opened = await open(); store = opened.store; });
     afterEach(async () => { await opened.close(); });
 
-    const one = async (op: AnyJobOp): Promise<OpResult> => (await store.apply([op]))[0]!;
+    const one = async (op: AnyJobOp): Promise<OpResult> => {
+      const r = (await store.apply([op]))[0]!;
+      if (r instanceof Error) throw r;
+      return r;
+    };
     const put = (tube: string, pri = 0, delay = 0, ttr = 60, body = 'x') =>
       one(jobOps.put(null, none, tube, pri, delay, ttr, Buffer.from(body))) as Promise<string>;
     const reserveMany = (owner: string, count: number, ...tubes: string[]) =>

@@ -76,11 +76,28 @@ describe('Redis job store', () => {
     expect(readOnly).toEqual(['jobTube', 'list', 'peekJob', 'peekTube', 'state', 'tubeCounts']);
   });
 
-  it('reports an out-of-memory Redis as a full store', async () => {
+  it('lets Redis run out of memory only for what grows it: these scripts are allow-oom, and batch has an allow-oom twin', () => {
+    const all = [...loadScripts('jobs'), ...loadScripts('rooms')];
+    const allowOom = all.filter((s) => /^#!lua flags=allow-oom\n/.test(s.lua)).map((s) => s.name).sort();
+    expect(allowOom).toEqual(['batchAllowOom', 'config', 'forgetNode', 'heartbeat', 'kick', 'kickJob', 'leave', 'lottery', 'pauseTube',
+      'promoteDue', 'refTube', 'releaseOwned', 'reserveJob', 'upgradeTubeOrder']);
+    expect(all.find((s) => s.name === 'batchAllowOom')!.lua.slice(30)).toBe(all.find((s) => s.name === 'batch')!.lua.slice(14));
+  });
+
+  it('reports a put into an out-of-memory Redis as a full store, and still applies the other ops of its batch', async () => {
     const { redis, store } = openStore();
+    const none = () => {};
+    const [id] = await store.apply([jobOps.put(null, none, 't', 0, 0, 60, Buffer.from('x'))]);
     await redis.config('SET', 'maxmemory', '1');
     try {
-      await expect(store.apply([jobOps.put(null, () => {}, 't', 0, 0, 60, Buffer.from('x'))])).rejects.toMatchObject({ name: 'StoreError', kind: 'full' });
+      const results = await store.apply([
+        jobOps.put(null, none, 't', 0, 0, 60, Buffer.from('y')),
+        jobOps.reserve(null, none, 'o', ['t'], 1),
+        jobOps.delete(null, none, 'o', id as string, 't'),
+      ]);
+      expect(results[0]).toMatchObject({ name: 'StoreError', kind: 'full' });
+      expect(results[1]).toMatchObject([{ id }]);
+      expect(results[2]).toBe(true);
     } finally {
       await redis.config('SET', 'maxmemory', '0');
       redis.disconnect();

@@ -1,11 +1,12 @@
 // The job store on Redis, for one shard's keys: every state change is one
 // Lua script (lua/jobs/) with its keys in KEYS and time from Redis. Reads that
 // need no atomicity use plain commands.
-import type { AnyJobOp, OpResult, ReservedJob } from '../ops.js';
+import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
 import type { JobInfo, JobState, JobStore, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberTube, type ShardKeys } from '../layout.js';
 import { decodeBatch, encodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
 import { mapped, type RedisClient } from './connect.js';
+import { isStoreFull, type StoreError } from '../errors.js';
 import type { BoundScript } from './scripts.js';
 
 /** peekJob.lua's reply without the body (includes/jobs.lua job_reply), in order. */
@@ -18,6 +19,9 @@ export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'dela
 const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
 
 type Args = Array<string | number | Buffer>;
+
+/** Only a put makes Redis hold more (a burnt id is one INCR of an existing key). */
+const grows = (op: AnyJobOp) => op.code === OpCode.Put;
 
 /** Redis' TIME reply ([seconds, microseconds]) in milliseconds. */
 function redisMs([seconds, micros]: [string, string]): number {
@@ -54,9 +58,28 @@ export class RedisJobStore implements JobStore {
     await this.call('upgradeTubeOrder', keys, names);
   }
 
-  async apply(ops: readonly AnyJobOp[]): Promise<OpResult[]> {
+  /**
+   * Out of memory, Redis refuses a script that may grow it: the batch is then
+   * sent again without its puts through batchAllowOom, and each put alone
+   * gets the error, so that reserves, deletes and the rest still work.
+   */
+  async apply(ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>> {
+    const growing = ops.some(grows);
+    if (!growing) return this.applyAs('batchAllowOom', ops);
+    try {
+      return await this.applyAs('batch', ops);
+    } catch (err) {
+      if (!isStoreFull(err)) throw err;
+      const rest = ops.filter((op) => !grows(op));
+      const results = rest.length > 0 ? await this.applyAs('batchAllowOom', rest) : [];
+      let k = 0;
+      return ops.map((op) => (grows(op) ? (err as StoreError) : results[k++]!));
+    }
+  }
+
+  private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
     const { keys, args, tubes } = encodeBatch(ops, this.keys);
-    const raw = (await this.call('batch', keys, args, true)) as unknown[];
+    const raw = (await this.call(script, keys, args, true)) as unknown[];
     return decodeBatch(ops, raw, tubes);
   }
 
@@ -152,7 +175,8 @@ export class RedisJobStore implements JobStore {
   }
 
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
-    const [[, time], [, all]] = (await mapped(this.redis.multi().time().zrange(this.keys.nodes, 0, -1, 'WITHSCORES').exec())) as [[null, [string, string]], [null, string[]]];
+    // A pipeline, not MULTI: Redis refuses MULTI when out of memory, and these are reads.
+    const [[, time], [, all]] = (await mapped(this.redis.pipeline().time().zrange(this.keys.nodes, 0, -1, 'WITHSCORES').exec())) as [[null, [string, string]], [null, string[]]];
     const now = redisMs(time);
     const live: string[] = [];
     const dead: string[] = [];
@@ -175,7 +199,7 @@ export class RedisJobStore implements JobStore {
    */
   async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {
     const dueBy = Date.now() + this.clockOffset + 50;
-    const [[, time], [, delayed], [, reserved]] = (await mapped(this.redis.multi()
+    const [[, time], [, delayed], [, reserved]] = (await mapped(this.redis.pipeline()
       .time()
       .zrangebyscore(this.keys.delayed, '-inf', dueBy, 'LIMIT', 0, limit)
       .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit)

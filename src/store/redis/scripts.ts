@@ -42,11 +42,21 @@ function expandIncludes(source: string, dir: string, seen = new Set<string>()): 
 
 export interface ScriptSource { name: string; lua: string; readOnly: boolean }
 
+/**
+ * `--- @variant allow-oom` in a script also registers it as <name>AllowOom
+ * with that flag, for the callers that only send it what frees or moves memory.
+ */
+const VARIANT = /^--- @variant allow-oom$/m;
+
 /** The scripts of one folder, includes expanded. */
 export function loadScripts(folder: ScriptFolder, dir = luaDir()): ScriptSource[] {
-  return readdirSync(path.join(dir, folder)).filter((f) => f.endsWith('.lua')).sort().map((file) => {
+  return readdirSync(path.join(dir, folder)).filter((f) => f.endsWith('.lua')).sort().flatMap((file) => {
     const lua = expandIncludes(readFileSync(path.join(dir, folder, file), 'utf8'), dir);
-    return { name: file.slice(0, -4), lua, readOnly: /^#!lua\b.*\bflags=\S*no-writes/.test(lua) };
+    const name = file.slice(0, -4);
+    const script = { name, lua, readOnly: /^#!lua\b.*\bflags=\S*no-writes/.test(lua) };
+    if (!VARIANT.test(lua)) return [script];
+    if (!lua.startsWith('#!lua\n')) throw new Error(`${file}: a script with an allow-oom variant must have no flags of its own`);
+    return [script, { name: `${name}AllowOom`, lua: lua.replace(/^#!lua\n/, '#!lua flags=allow-oom\n'), readOnly: false }];
   });
 }
 
