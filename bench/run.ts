@@ -6,6 +6,10 @@ import { ID_BYTES } from './ledger.js';
 import { aggregate, comparisons, failed, table, writeJson } from './report.js';
 import { measure, SCENARIOS, type Measurement, type Scenario, type Settings } from './scenarios.js';
 import { hasBeanstalkd, stopEverything, type Target } from './servers.js';
+import { DRAIN_WORKER, measureDrainWorker } from './drain-worker.js';
+
+// drain-worker (drain-worker.ts) has its own consumers: listed right after drain, measured by its own function.
+SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'drain') + 1, 0, DRAIN_WORKER);
 
 const USAGE = `npm run bench -- [options]
 
@@ -95,7 +99,7 @@ async function main(): Promise<number> {
     for (let round = 1; round <= rounds; round++) {
       const order = round % 2 ? targets : [...targets].reverse();
       for (const target of order) {
-        for (const scenario of block) measurements.push(await measure(scenario, target, round, settings));
+        for (const scenario of block) measurements.push(await (scenario === DRAIN_WORKER ? measureDrainWorker : measure)(scenario, target, round, settings));
       }
     }
   }

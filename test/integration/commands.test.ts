@@ -1,4 +1,5 @@
 // Every command, reply and error path against a real redis-server.
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { sidecarPerTest } from '../helpers/fixtures.js';
 import { yamlMap } from '../helpers/wire.js';
@@ -190,6 +191,23 @@ describe('reserve', () => {
     expect(await b.silent(300)).toBe(true);
     await a.cmd('put 0 0 60 1\r\ny');
     expect(await b.reply()).toMatchObject({ line: 'RESERVED 2 1' });
+  });
+
+  it('keeps 20 blocked reserves quiet when the next delayed job is 30 days away (no busy loop)', async () => {
+    const a = await dial();
+    await a.cmd('put 0 2592000 60 1\r\nlater');
+    const waiting = await Promise.all(Array.from({ length: 20 }, () => dial()));
+    for (const w of waiting) w.send('reserve-with-timeout 5\r\n');
+    await new Promise((r) => setTimeout(r, 300));
+    const admin = new Redis(ctx.redis.url);
+    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    await new Promise((r) => setTimeout(r, 1000));
+    const during = (await calls()) - before;
+    admin.disconnect();
+    // The promotion timer (about one call a second) and a heartbeat, not 20 waiters spinning.
+    expect(during).toBeLessThan(10);
+    for (const w of waiting) expect(await w.silent(0)).toBe(true);
   });
 
   it('returns a job to ready when its TTR runs out, counting a timeout', async () => {

@@ -68,11 +68,6 @@ export class ReplyReader {
     this.parse(chunk);
   }
 
-  /** True when no reply is partly read. */
-  get idle(): boolean {
-    return this.rest === null && this.waitingBytes === 0 && this.many === null;
-  }
-
   private parse(data: Buffer): void {
     let at = 0;
     while (at < data.length) {

@@ -10,7 +10,7 @@
 // again when a handler finishes or on the next heartbeat tick.
 import { Client, type ConnectOptions } from './client.js';
 import type { Job } from './commands.js';
-import { ConnectionError, DeadlineSoonError, TimedOutError } from './errors.js';
+import { BadFormatError, ConnectionError, DeadlineSoonError, TimedOutError, UnknownCommandError } from './errors.js';
 
 export type Handler = (job: Job) => unknown;
 
@@ -30,6 +30,8 @@ export interface WorkerOptions extends ConnectOptions {
   /** Handler failures and failed commands (default: printed with console.error). */
   onError?: (err: unknown, job?: Job) => void;
 }
+
+type Settings = Required<Omit<WorkerOptions, 'backoff' | keyof ConnectOptions>> & { baseMs: number; maxMs: number };
 
 /** A job in hand: buffered or being handled. */
 interface Held {
@@ -67,27 +69,13 @@ export class Worker {
   private stopCalled: Promise<void> | null = null;
   private settle: () => void = () => {};
   private readonly ticker: NodeJS.Timeout;
-  private readonly prefetch: number;
-  private readonly concurrency: number;
-  private readonly maxAttempts: number;
-  private readonly baseMs: number;
-  private readonly maxMs: number;
-  private readonly reserveTimeoutSec: number;
-  private readonly onError: (err: unknown, job?: Job) => void;
 
-  private constructor(private readonly client: Client, private readonly handler: Handler, options: WorkerOptions) {
-    this.prefetch = options.prefetch ?? 16;
-    this.concurrency = options.concurrency ?? 1;
-    this.maxAttempts = options.maxAttempts ?? 5;
-    this.baseMs = options.backoff?.baseMs ?? 1000;
-    this.maxMs = options.backoff?.maxMs ?? 60_000;
-    this.reserveTimeoutSec = options.reserveTimeoutSec ?? 5;
-    this.onError = options.onError ?? ((err, job) => console.error(`redstalk worker${job ? ` (job ${job.id})` : ''}:`, err));
+  private constructor(private readonly client: Client, private readonly handler: Handler, private readonly settings: Settings) {
     this.stopped = new Promise((resolve) => { this.settle = resolve; });
     this.ticker = setInterval(() => this.tick(), TICK_MS);
     void client.closed.then(() => {
       if (!this.stopping) {
-        this.onError(new ConnectionError('the worker\'s connection closed; the worker stops'));
+        this.settings.onError(new ConnectionError('the worker\'s connection closed; the worker stops'));
         void this.stop();
       }
     });
@@ -95,7 +83,17 @@ export class Worker {
 
   /** Connects, watches the tubes and starts taking jobs. */
   static async start(handler: Handler, options: WorkerOptions = {}): Promise<Worker> {
-    const { prefetch = 16, concurrency = 1, tubes = ['default'] } = options;
+    const settings: Settings = {
+      tubes: options.tubes ?? ['default'],
+      prefetch: options.prefetch ?? 16,
+      concurrency: options.concurrency ?? 1,
+      maxAttempts: options.maxAttempts ?? 5,
+      baseMs: options.backoff?.baseMs ?? 1000,
+      maxMs: options.backoff?.maxMs ?? 60_000,
+      reserveTimeoutSec: options.reserveTimeoutSec ?? 5,
+      onError: options.onError ?? ((err, job) => console.error(`redstalk worker${job ? ` (job ${job.id})` : ''}:`, err)),
+    };
+    const { prefetch, concurrency, tubes } = settings;
     if (!Number.isInteger(prefetch) || prefetch < 1 || prefetch > 1000) throw new RangeError('prefetch must be 1..1000');
     if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError('concurrency must be at least 1');
     if (tubes.length === 0) throw new RangeError('tubes must name at least one tube');
@@ -107,7 +105,7 @@ export class Worker {
       await client.close();
       throw err;
     }
-    const worker = new Worker(client, handler, options);
+    const worker = new Worker(client, handler, settings);
     worker.pump();
     return worker;
   }
@@ -146,7 +144,7 @@ export class Worker {
   /** Starts handlers while there is room, and asks for more jobs when the buffer runs low. */
   private pump(): void {
     if (this.stopping) return;
-    while (this.runs.size < this.concurrency && this.buffer.length > 0) {
+    while (this.runs.size < this.settings.concurrency && this.buffer.length > 0) {
       const run: Promise<void> = this.run(this.buffer.shift()!).finally(() => {
         this.runs.delete(run);
         this.dry = false;
@@ -154,9 +152,10 @@ export class Worker {
       });
       this.runs.add(run);
     }
-    if (this.reserving || this.dry || this.buffer.length > this.prefetch / 2) return;
+    // Asking at half empty keeps a batch on its way while the rest is handled (at most 1.5 × prefetch buffered).
+    if (this.reserving || this.dry || this.buffer.length > this.settings.prefetch / 2) return;
     const idle = this.held.size === 0;
-    this.reserving = this.reserve(this.prefetch - this.buffer.length, idle ? this.reserveTimeoutSec : 0)
+    this.reserving = this.reserve(this.settings.prefetch, idle ? this.settings.reserveTimeoutSec : 0)
       .finally(() => {
         this.reserving = null;
         this.pump();
@@ -177,8 +176,15 @@ export class Worker {
       if (err instanceof TimedOutError) this.dry = seconds === 0;
       // A job in hand is within a second of its TTR and nothing is ready: touch everything held.
       else if (err instanceof DeadlineSoonError) for (const h of this.held.values()) this.touch(h, Date.now());
-      // A lost connection is reported once, by the handler of `closed`.
-      else if (!(err instanceof ConnectionError)) this.onError(err);
+      // A lost connection is reported by the handler of `closed`.
+      else if (err instanceof ConnectionError) return;
+      else if (err instanceof BadFormatError || err instanceof UnknownCommandError) {
+        this.settings.onError(new Error('the server does not take reserve-many (a plain beanstalkd?): the worker stops', { cause: err }));
+        void this.stop();
+      } else {
+        this.settings.onError(err); // e.g. INTERNAL_ERROR while Redis is away: ask again on the next tick
+        this.dry = true;
+      }
     }
   }
 
@@ -188,7 +194,7 @@ export class Worker {
       this.held.delete(h.job.id);
       this.track(h, this.client.delete(h.job.id));
     } catch (err) {
-      this.onError(err, h.job);
+      this.settings.onError(err, h.job);
       this.track(h, this.retryOrBury(h));
     }
   }
@@ -197,8 +203,8 @@ export class Worker {
   private async retryOrBury(h: Held): Promise<void> {
     const stats = await this.client.statsJob(h.job.id);
     this.held.delete(h.job.id);
-    if (stats.releases + 1 >= this.maxAttempts) await this.client.bury(h.job.id, stats.pri);
-    else await this.client.release(h.job.id, { priority: stats.pri, delay: backoffSeconds(stats.releases, this.baseMs, this.maxMs) });
+    if (stats.releases + 1 >= this.settings.maxAttempts) await this.client.bury(h.job.id, stats.pri);
+    else await this.client.release(h.job.id, { priority: stats.pri, delay: backoffSeconds(stats.releases, this.settings.baseMs, this.settings.maxMs) });
   }
 
   /** Hands back a job that was prefetched and never started, keeping its priority. */
@@ -211,7 +217,7 @@ export class Worker {
   /** Remembers a reply owed for a job; a failure is reported with the job. */
   private track(h: Held, ack: Promise<unknown>): void {
     const tracked = ack.catch((err: unknown) => {
-      if (!(err instanceof ConnectionError && this.stopping)) this.onError(err, h.job);
+      if (!(err instanceof ConnectionError && this.stopping)) this.settings.onError(err, h.job);
     }).finally(() => this.acks.delete(tracked));
     this.acks.add(tracked);
   }
