@@ -1,13 +1,23 @@
 #!lua flags=allow-oom
 --[[
   A connection closed (or quit): every job it still holds goes back to ready
-  at once, counting no timeout and no release (as beanstalkd).
+  at once, counting no timeout and no release (as beanstalkd). Also for all
+  the connections of a sidecar that died: `owner` is then "<node>:", and
+  every job whose holder starts with it goes back.
   KEYS  8 globals, then 5 per tube
-  ARGV  [1] events channel  [2] owner  [3] tube count n  [4..3+n] tube names
-        then 2 per job: id, tube index
+  ARGV  [1] events channel  [2] owner, or "<node>:"  [3] tube count n
+        [4..3+n] tube names, then 2 per job: id, tube index
   Returns how many jobs went back.
 ]]
 --- @include "jobs"
+local owner = ARGV[2]
+local whole_node = owner:sub(-1) == ':'
+local function held(id)
+  if not whole_node then return load_reserved_by(id, owner) end
+  local j, body = load_job(id)
+  if j and j[F_STATE] == RESERVED and j[F_OWNER]:sub(1, #owner) == owner then return j, body end
+  return nil
+end
 local n = tonumber(ARGV[3])
 local Ts = tubes_from(4, n)
 local moved = {}
@@ -15,7 +25,7 @@ for i = 1, n do moved[i] = 0 end
 local total = 0
 for a = 4 + n, #ARGV, 2 do
   local id, ti = ARGV[a], tonumber(ARGV[a + 1])
-  local j, body = load_reserved_by(id, ARGV[2])
+  local j, body = held(id)
   if j then
     leave_reserved(Ts[ti], id)
     enter_ready(Ts[ti], id, j)

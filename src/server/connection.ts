@@ -11,7 +11,7 @@ import type { Reservation, Session } from '../commands/session.js';
 import { LIMITS } from '../protocol/spec.js';
 import { ParseError, parseCommand, type ParsedCommand } from '../protocol/parser.js';
 import { jobReply, line, REPLY } from '../protocol/replies.js';
-import { isStoreFull } from '../store/errors.js';
+import { isOutcomeUnknown, isStoreFull } from '../store/errors.js';
 import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import { ByteQueue } from './byte-queue.js';
 import { replyLine, type Instruments } from './instruments.js';
@@ -51,6 +51,8 @@ export class Connection implements Session, BodyFraming {
   isProducer = false;
   isWorker = false;
   closed = false;
+  /** A command's outcome was unknown: this connection may hold jobs it was never told of. */
+  uncertain = false;
   /** The client shut its writing side: finish what it sent, then close. */
   private eof = false;
   /** The sidecar is stopping: run no more commands. */
@@ -110,6 +112,15 @@ export class Connection implements Session, BodyFraming {
   };
 
   fail(err: unknown): void {
+    if (isOutcomeUnknown(err)) {
+      // Whether the command took effect cannot be known: no reply may claim
+      // either. Closing says "unknown", which every client handles; what this
+      // connection may hold is then found and handed back by the sidecar.
+      this.host.log.warn({ err, conn: this.id }, 'outcome of a command unknown: closing its connection');
+      this.uncertain = true;
+      this.destroy();
+      return;
+    }
     this.host.log.error({ err, conn: this.id }, 'command failed');
     this.answer(isStoreFull(err) ? REPLY.OUT_OF_MEMORY : REPLY.INTERNAL_ERROR);
   }
@@ -340,6 +351,11 @@ export class Connection implements Session, BodyFraming {
   /** Nothing of this connection is running or waiting for the store. */
   get idle(): boolean {
     return !this.busy && this.inFlight === 0;
+  }
+
+  /** Closes at once, without finishing what is pending. */
+  abort(): void {
+    this.destroy();
   }
 
   /** quit, or EOF after the last command: send what is pending, then close. */

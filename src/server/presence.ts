@@ -18,6 +18,8 @@ export class Presence {
   private snapshotTimer: NodeJS.Timeout | null = null;
   private beats = 0;
   private stopped = false;
+  /** The first beat took the lease; a later beat that has to take it again means it lapsed. */
+  private registered = false;
 
   constructor(
     readonly nodeId: string,
@@ -26,6 +28,12 @@ export class Presence {
     private readonly heartbeatMs: number,
     private readonly background: Background,
     private readonly log: Logger,
+    /**
+     * The lease lapsed (the store was out of reach for a while) and other
+     * sidecars may have handed this one's reservations to someone else: its
+     * connections must not go on as if they still held them.
+     */
+    private readonly onLeaseLost: () => void,
   ) {}
 
   /** The first beat; `default` is held for the sidecar's whole life. */
@@ -84,7 +92,13 @@ export class Presence {
 
   private async beat(): Promise<void> {
     const fresh = await this.jobs.heartbeat(this.nodeId, this.heartbeatMs * BEATS_PER_LEASE, this.counters.snapshot());
-    if (fresh) await this.registerReferences();
+    if (!fresh) return;
+    if (this.registered) {
+      this.log.warn('this sidecar\'s lease lapsed: closing its connections (their reservations may have been handed back)');
+      this.onLeaseLost();
+    }
+    this.registered = true;
+    await this.registerReferences();
   }
 
   /**
@@ -110,10 +124,16 @@ export class Presence {
     }, this.heartbeatMs);
   }
 
-  /** Drops the tube references of sidecars whose heartbeat stopped. */
+  /**
+   * Sidecars whose heartbeat stopped: their connections are gone, so their
+   * reservations go back to ready at once (as a closed connection's do), and
+   * their tube references are dropped.
+   */
   private async reapDeadSidecars(): Promise<void> {
     const { dead } = await this.jobs.nodes();
     for (const node of dead) {
+      const released = await this.jobs.releaseHeldBy(`${node}:`);
+      if (released > 0) this.log.info({ node, jobs: released }, 'handed back the reservations of a dead sidecar');
       const [snapshot] = await this.jobs.nodeSnapshots([node]);
       const tubes = new Set<string>(['default']);
       for (const field of Object.keys(snapshot ?? {})) {

@@ -88,7 +88,7 @@ export class Sidecar implements ConnectionHost {
       { maxOps: config.batchOps, maxBytes: config.batchBytes, maxInFlight: config.batchInFlight },
       (err) => log.error({ err }, 'batched command completion failed (bug)'),
     );
-    this.presence = new Presence(this.nodeId, jobs, this.counters, config.heartbeatMs, this.background, log);
+    this.presence = new Presence(this.nodeId, jobs, this.counters, config.heartbeatMs, this.background, log, () => this.dropConnections());
     this.promoter = new Promoter(jobs, log);
     this.waiters = new Waiters({
       submit: (op) => this.batcher.add(op),
@@ -173,7 +173,10 @@ export class Sidecar implements ConnectionHost {
     if (c.isProducer) this.counters.producers--;
     if (c.isWorker) this.counters.workers--;
     this.waiters.cancel(c);
-    if (c.reserved.size > 0) {
+    if (c.uncertain) {
+      c.reserved.clear();
+      this.giveBackAll(c.owner);
+    } else if (c.reserved.size > 0) {
       const jobs = [...c.reserved].map(([id, r]) => ({ id, tube: r.tube }));
       c.reserved.clear();
       this.giveBack(c.owner, jobs);
@@ -182,11 +185,35 @@ export class Sidecar implements ConnectionHost {
     for (const t of c.watched) this.presence.reference(t, 'watching', -1);
   }
 
+  /**
+   * Everything `owner` holds goes back, found in the store: tried until the
+   * store answers (it is likely down or stalled when this is needed).
+   */
+  private giveBackAll(owner: string): void {
+    const attempt = async (): Promise<void> => {
+      for (let delay = 100; !this.stopping; delay = Math.min(delay * 2, 2000)) {
+        try {
+          const n = await this.backend.jobs.releaseHeldBy(owner);
+          if (n > 0) this.log.info({ owner, jobs: n }, 'handed back the jobs of a connection closed with an unknown outcome');
+          return;
+        } catch {
+          await new Promise((r) => setTimeout(r, delay));
+        }
+      }
+    };
+    this.background.track(attempt(), 'give back jobs');
+  }
+
   private giveBack(owner: string, jobs: ReadonlyArray<Pick<ReservedJob, 'id' | 'tube'>>): void {
     this.background.track(this.backend.jobs.releaseOwned(owner, jobs.map((j) => [j.id, j.tube] as const)), 'give back jobs');
   }
 
   // ---- lifetime ----
+
+  /** Closes every client connection at once (their reservations go back); keeps listening. */
+  private dropConnections(): void {
+    for (const c of [...this.connections]) c.abort();
+  }
 
   /** Closes `close` once the sidecar has stopped. */
   closeWith(close: () => Promise<void>): void {

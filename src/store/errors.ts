@@ -4,8 +4,13 @@
 export type StoreErrorKind =
   /** The store refuses writes that would grow it (Redis: OOM over maxmemory). */
   | 'full'
-  /** Anything else: unreachable, timed out, a script error. */
-  | 'failed';
+  /** The call did not take effect: the store was unreachable, or it refused the call. */
+  | 'failed'
+  /**
+   * The call was sent but its answer never came (timed out, or the link broke
+   * while it was in flight): it may or may not have taken effect.
+   */
+  | 'unknown';
 
 export class StoreError extends Error {
   constructor(readonly kind: StoreErrorKind, message: string) {
@@ -17,4 +22,8 @@ export class StoreError extends Error {
 
 export function isStoreFull(err: unknown): boolean {
   return err instanceof StoreError && err.kind === 'full';
+}
+
+export function isOutcomeUnknown(err: unknown): boolean {
+  return err instanceof StoreError && err.kind === 'unknown';
 }

@@ -43,6 +43,12 @@ export interface JobStore {
   kickJob(id: string, tube: string): Promise<boolean>;
   /** A closed connection's reservations go back to ready; how many did. */
   releaseOwned(owner: string, jobs: Iterable<readonly [id: string, tube: string]>): Promise<number>;
+  /**
+   * Every reservation held by `owner` (a connection), or by any connection of
+   * a sidecar when `owner` is "<node>:", goes back to ready, found in the
+   * store itself (for a holder whose jobs the caller cannot list); how many did.
+   */
+  releaseHeldBy(owner: string): Promise<number>;
   pauseTube(tube: string, delaySeconds: number): Promise<boolean>;
 
   peekJob(id: string): Promise<PeekedJob | null>;

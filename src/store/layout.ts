@@ -99,6 +99,11 @@ const MAX_CACHED_TUBES = 10_000;
  * the id's digit count as one character, the id, then the tube name
  * (lua/includes/jobs.lua member()).
  */
+/** The job id of such a member. */
+export function memberId(member: string): string {
+  return member.slice(1, 1 + member.charCodeAt(0) - 48);
+}
+
 export function memberTube(member: string): string {
   return member.slice(1 + member.charCodeAt(0) - 48);
 }

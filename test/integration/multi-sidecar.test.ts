@@ -106,6 +106,23 @@ describe('two sidecars on one Redis', () => {
     expect(yamlMap(await (await dial(B)).cmd('stats-tube left'))['current-using']).toBe('1');
   });
 
+  it('a job reserved through a sidecar that is killed goes back once the sidecar\'s lease expires, long before its TTR', async () => {
+    const prefix = uniquePrefix();
+    const killed = await spawnRedstalk(['--redis', redis.url, '--prefix', prefix, '--log-level', 'warn']);
+    const B = await startRedstalk({ redisUrl: redis.url, prefix, heartbeatMs: 200 });
+    sidecars.push(B);
+    const a = await dial(killed);
+    await a.cmd('put 0 0 3600 1\r\nx');
+    expect(await a.cmd('reserve')).toBe('RESERVED 1 1\nx');
+    await killed.stop('SIGKILL');
+    const b = await dial(B);
+    const t0 = Date.now();
+    // The killed sidecar's lease is 5 s (5 beats of 1 s); B looks for dead sidecars every 5 beats of 200 ms.
+    expect(await b.cmd('reserve-with-timeout 10', 12_000)).toBe('RESERVED 1 1\nx');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(yamlMap(await b.cmd('stats-job 1'))).toMatchObject({ timeouts: '0', reserves: '2' });
+  }, 20_000);
+
   it('a job reserved through a sidecar that is killed is handed out again after its TTR', async () => {
     const prefix = uniquePrefix();
     const killed = await spawnRedstalk(['--redis', redis.url, '--prefix', prefix, '--log-level', 'warn']);
@@ -143,23 +160,24 @@ describe('two sidecars on one Redis', () => {
 });
 
 describe('a sidecar cut off from Redis for longer than its lease', () => {
-  it('re-registers its tubes when it comes back, even if another sidecar reaped it', async () => {
+  it('closes its connections once it finds its lease lapsed, so a job another sidecar handed out again is held by one only', async () => {
     const prefix = uniquePrefix();
     const A = await startInside({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
     const B = await startRedstalk({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
     sidecars.push(A, B);
     const a = await dial(A);
-    await a.cmd('watch kept');
-    // Simulate the reaper's view of a lapsed lease: A's refs and lease are dropped.
-    await A.backend.jobs.refTube('kept', A.sidecar.nodeId, 'drop');
+    await a.cmd('put 0 0 600 1\r\nj');
+    expect(await a.cmd('reserve')).toBe('RESERVED 1 1\nj');
+    // What B's reaper does when A's lease has lapsed: A's jobs go back, A is forgotten.
     await A.backend.jobs.forgetNode(A.sidecar.nodeId);
+    expect(await A.backend.jobs.releaseHeldBy(`${A.sidecar.nodeId}:`)).toBe(1);
     const b = await dial(B);
-    await b.cmd('use kept');
-    await b.cmd('use default'); // B's last reference goes: the tube would be collected now if A's were lost
-    await new Promise((r) => setTimeout(r, 400)); // A's next heartbeats notice the lapse and re-register
-    await b.cmd('use kept');
-    await b.cmd('use default');
-    expect(await b.cmd('list-tubes')).toContain('- kept');
-    expect(yamlMap(await b.cmd('stats-tube kept'))['current-watching']).toBe('1');
+    expect(await b.cmd('reserve-with-timeout 1')).toBe('RESERVED 1 1\nj');
+    // A's next heartbeat finds its lease gone and closes a: a cannot delete or release b's job.
+    await a.waitClosed(2000);
+    expect(await b.cmd('delete 1')).toBe('DELETED');
+    // A goes on serving new connections, and re-registered the tubes it needs.
+    const again = await dial(A);
+    expect(await again.cmd('put 0 0 60 1\r\nk')).toMatch(/^INSERTED \d+$/);
   });
 });

@@ -46,7 +46,10 @@ export function storeError(err: unknown): StoreError {
   if (err instanceof StoreError) return err;
   const message = err instanceof Error ? err.message : String(err);
   // Redis refuses a script that may write while over maxmemory: "OOM command not allowed ...".
-  return new StoreError(message.startsWith('OOM') ? 'full' : 'failed', message);
+  if (message.startsWith('OOM')) return new StoreError('full', message);
+  // ioredis: the command was written but no reply came in time, or the link closed with it in flight.
+  if (message === 'Command timed out' || message === 'Connection is closed.') return new StoreError('unknown', message);
+  return new StoreError('failed', message);
 }
 
 /** Runs a Redis call, turning its failure into a StoreError. */

@@ -3,7 +3,7 @@
 // need no atomicity use plain commands.
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
 import type { JobInfo, JobState, JobStore, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
-import { memberTube, type ShardKeys } from '../layout.js';
+import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { decodeBatch, encodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
 import { mapped, type RedisClient } from './connect.js';
 import { isStoreFull, type StoreError } from '../errors.js';
@@ -19,6 +19,9 @@ export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'dela
 const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
 
 type Args = Array<string | number | Buffer>;
+
+/** Reservations looked at per script call when releasing a holder's jobs found in the store. */
+const RELEASE_PAGE = 500;
 
 /** Only a put makes Redis hold more (a burnt id is one INCR of an existing key). */
 const grows = (op: AnyJobOp) => op.code === OpCode.Put;
@@ -119,6 +122,16 @@ export class RedisJobStore implements JobStore {
     if (pairs.length === 0) return 0;
     const names = tubes.names;
     return (await this.run('releaseOwned', names, [this.keys.events, owner, names.length, ...names, ...pairs])) as number;
+  }
+
+  async releaseHeldBy(owner: string): Promise<number> {
+    // Every reservation, a page at a time; the script keeps only those of `owner`.
+    const members = await mapped(this.redis.zrange(this.keys.reserved, 0, -1));
+    let moved = 0;
+    for (let i = 0; i < members.length; i += RELEASE_PAGE) {
+      moved += await this.releaseOwned(owner, members.slice(i, i + RELEASE_PAGE).map((m) => [memberId(m), memberTube(m)] as const));
+    }
+    return moved;
   }
 
   async pauseTube(tube: string, delaySeconds: number): Promise<boolean> {
