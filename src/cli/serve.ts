@@ -24,18 +24,13 @@ function fail(message: string): never {
 export async function serve(config: Config, warnings: readonly string[], embeddedOnly: readonly string[]): Promise<void> {
   let as: { uid: number; gid: number } | undefined;
   let log: Logger | undefined;
-  let listener: Listener;
-  try {
-    as = config.user ? lookupUser(config.user) : undefined;
-    listener = await Listener.open(config.listen, config.port);
-  } catch (err) {
-    fail(`cannot listen on ${config.listen}:${config.port}: ${(err as Error).message}`);
-  }
+  let listener: Listener | null = null;
   let embedded: EmbeddedRedis | null = null;
   let server: Sidecar | null = null;
   let drainAsked = false;
   let stopping = false;
-  // From the moment the port is open: a stop closes whatever has started so far.
+  // Before the port opens (a client may signal as soon as it can connect): a
+  // stop closes whatever has started so far.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
       if (stopping) return;
@@ -43,7 +38,7 @@ export async function serve(config: Config, warnings: readonly string[], embedde
       log?.info({ signal }, 'shutting down');
       void (async () => {
         try {
-          await (server ? server.close() : listener.close());
+          await (server ? server.close() : listener?.close());
         } finally {
           await embedded?.stop();
           process.exit(0);
@@ -55,6 +50,12 @@ export async function serve(config: Config, warnings: readonly string[], embedde
     drainAsked = true;
     server?.drain();
   });
+  try {
+    as = config.user ? lookupUser(config.user) : undefined;
+    listener = await Listener.open(config.listen, config.port);
+  } catch (err) {
+    fail(`cannot listen on ${config.listen}:${config.port}: ${(err as Error).message}`);
+  }
 
   const [{ createLogger }, { startEmbeddedRedis }, { openSidecar }] =
     await Promise.all([import('../log.js'), import('./embedded-redis.js'), import('../open.js')]);

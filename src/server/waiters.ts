@@ -7,6 +7,7 @@
 // that came first gets the most urgent job.
 import type { Session } from '../commands/session.js';
 import { REPLY } from '../protocol/replies.js';
+import { isOutcomeUnknown } from '../store/errors.js';
 import type { ReadyListener } from '../store/job-store.js';
 import { jobOps, type AnyJobOp, type JobOp, type ReservedJob, type ReserveResult } from '../store/ops.js';
 
@@ -54,6 +55,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * and ours may differ by that much) is waited for rather than missed.
  */
 const LAST_LOOK_MS = 20;
+
+/** A reserve attempt the store refused is tried again this much later. */
+const RETRY_AFTER_FAILURE_MS = 250;
 
 /** Safety margin before a reservation's deadline (beanstalkd SAFETY_MARGIN). */
 const SAFETY_MARGIN_MS = 1000;
@@ -158,8 +162,16 @@ export class Waiters implements ReadyListener {
     if (!gone) w.state = State.Idle;
     if (err) {
       if (gone) return;
-      w.session.fail(err);
-      this.finish(w);
+      if (isOutcomeUnknown(err)) {
+        // A job may have been reserved for it: the session closes, and what it holds is handed back.
+        w.session.fail(err);
+        this.finish(w);
+        return;
+      }
+      // The store did not take the attempt (down, restarting): a blocked reserve
+      // keeps waiting through the outage; only its own timeout ends it.
+      if (w.outcome) this.reply(w, OUTCOME_REPLY[w.outcome]);
+      else this.at(w, RETRY_AFTER_FAILURE_MS, null);
       return;
     }
     if (typeof r === 'object') {

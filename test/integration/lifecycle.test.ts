@@ -187,6 +187,35 @@ describe('Redis outage', () => {
   }, 30_000);
 });
 
+describe('blocked reserves through Redis restarts', () => {
+  it('keep waiting through each restart and are all served after it, never INTERNAL_ERROR (5 restarts, 8 waiters)', async () => {
+    const dir = tempDir();
+    let redis = await startRedis({ dir, appendonly: true });
+    const port = redis.port;
+    cleanup.push(() => redis.stop());
+    const sidecar = await startRedstalk({ redisUrl: redis.url, redisTimeoutMs: 500 });
+    cleanup.push(() => sidecar.stop());
+    for (let round = 0; round < 5; round++) {
+      const waiters = await Promise.all(Array.from({ length: 8 }, () => dial(sidecar.port)));
+      for (const w of waiters) w.send('reserve\r\n');
+      await new Promise((r) => setTimeout(r, 100));
+      await redis.stop({ keepDir: true });
+      await new Promise((r) => setTimeout(r, 300));
+      redis = await startRedis({ dir, appendonly: true, port });
+      const producer = await dial(sidecar.port);
+      let put = '';
+      for (let i = 0; i < 50 && !put.startsWith('INSERTED'); i++) {
+        put = await producer.cmd('put 0 0 60 1\r\np');
+        if (!put.startsWith('INSERTED')) await new Promise((r) => setTimeout(r, 100));
+      }
+      for (let i = 1; i < waiters.length; i++) expect(await producer.cmd('put 0 0 60 1\r\np')).toMatch(/^INSERTED/);
+      for (const w of waiters) expect((await w.reply(5000)).line, `round ${round}`).toMatch(/^RESERVED \d+ 1$/);
+      for (const w of waiters) w.close();
+      producer.close();
+    }
+  }, 60_000);
+});
+
 describe('SIGTERM', () => {
   it('exits at once with an idle client that keeps its side open, handing its reservation back', async () => {
     const redis = await startRedis();
