@@ -13,10 +13,24 @@ import { bindScripts } from './scripts.js';
 export interface RedisBackendOptions {
   url: string;
   prefix: string;
-  /** Upper bound for any Redis command, so a dead Redis answers INTERNAL_ERROR quickly. */
+  /** Upper bound for any Redis command, so a dead Redis answers INTERNAL_ERROR quickly (before the allowance for big jobs). */
   timeoutMs: number;
+  /** The biggest job a command may carry (-z): the store must be able to hold it, and calls get time to move it. */
+  maxJobSize: number;
   roomDefaults: RoomSettings;
   log: Logger;
+}
+
+/** Redis' default proto-max-bulk-len (512 MiB). */
+const DEFAULT_PROTO_MAX_BULK_LEN = 512 * 1024 * 1024;
+/** A job record holds its metadata before the body (includes/jobs.lua save_job). */
+const JOB_RECORD_OVERHEAD = 1024;
+/** A rate every Redis link moves bytes at, at least (a loopback does far better): 50 MB/s. */
+const BYTES_PER_MS = 50_000;
+
+/** Time on top of the base timeout for a call carrying the biggest job there may be. */
+export function transferMs(bytes: number): number {
+  return Math.ceil(bytes / BYTES_PER_MS);
 }
 
 export class RedisBackend implements Backend {
@@ -29,7 +43,7 @@ export class RedisBackend implements Backend {
   constructor(private readonly options: RedisBackendOptions) {
     const { log } = options;
     this.layout = new Layout(options.prefix);
-    this.redis = connectRedis(options.url, commandLinkOptions(options.timeoutMs));
+    this.redis = connectRedis(options.url, commandLinkOptions(options.timeoutMs + transferMs(options.maxJobSize)));
     this.redis.on('error', (err) => log.warn({ err }, 'redis error'));
     this.subscriber = connectRedis(options.url, { lazyConnect: true, retryStrategy: reconnectDelay });
     this.subscriber.on('error', (err) => log.warn({ err }, 'redis subscriber error'));
@@ -41,6 +55,7 @@ export class RedisBackend implements Backend {
 
   async open(listener: ReadyListener): Promise<void> {
     await Promise.all([this.redis.connect(), this.subscriber.connect()]);
+    await this.checkJobSize();
     await this.jobs.upgrade();
     let subscribed = false;
     this.subscriber.on('ready', () => {
@@ -53,6 +68,24 @@ export class RedisBackend implements Backend {
     });
     await this.subscriber.subscribe(this.layout.keys(0).events);
     subscribed = true;
+  }
+
+  /**
+   * A job goes to Redis as one argument and comes back as one reply, and
+   * Redis takes none longer than proto-max-bulk-len: a bigger -z would
+   * acknowledge jobs that can never be delivered.
+   */
+  private async checkJobSize(): Promise<void> {
+    let limit = DEFAULT_PROTO_MAX_BULK_LEN;
+    try {
+      const [, value] = (await this.redis.call('CONFIG', 'GET', 'proto-max-bulk-len')) as [string, string];
+      if (value) limit = Number(value);
+    } catch { /* CONFIG may be renamed away (managed Redis): assume Redis' default */ }
+    const carried = limit - JOB_RECORD_OVERHEAD;
+    if (this.options.maxJobSize > carried) {
+      throw new Error(`maximum job size ${this.options.maxJobSize} (-z) is more than this Redis can hold in one value `
+        + `(proto-max-bulk-len ${limit}, so at most ${carried}): lower -z, or raise proto-max-bulk-len in Redis`);
+    }
   }
 
   async health(timeoutMs: number): Promise<string | null> {
