@@ -3,7 +3,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { expect, it } from 'vitest';
-import { serializeError } from '../../src/log.js';
+import { createLogger, serializeError } from '../../src/log.js';
+import { StoreError } from '../../src/store/errors.js';
 import { ROOT } from '../helpers/redstalk.js';
 
 it('never logs the command arguments ioredis attaches to an error (a job body)', () => {
@@ -25,4 +26,19 @@ it('writes readable lines with --log-format pretty (auto: on a terminal), JSON l
   const json = run([]); // stdout is a pipe here, so auto means JSON
   expect(JSON.parse(json.stdout.split('\n')[0]!)).toMatchObject({ msg: 'redstalk listening' });
   expect(json.status).toBe(1);
+});
+
+it('lets a repeated warning or error through once a second, saying how many it stands for, and drops store errors\' stacks', async () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const sink = new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk)) as Record<string, unknown>); done(); } });
+  const log = createLogger('info', 'json', sink);
+  const err = new StoreError('failed', "Stream isn't writeable");
+  for (let i = 0; i < 500; i++) log.error({ err }, 'command failed');
+  for (let i = 0; i < 3; i++) log.info('not limited');
+  expect(lines.filter((l) => l.msg === 'command failed')).toHaveLength(1);
+  expect(lines.filter((l) => l.msg === 'not limited')).toHaveLength(3);
+  expect((lines[0]!.err as Record<string, unknown>).stack).toBeUndefined();
+  await new Promise((r) => setTimeout(r, 1100));
+  log.error({ err }, 'command failed');
+  expect(lines.filter((l) => l.msg === 'command failed').at(-1)).toMatchObject({ repeated: 499 });
 });
