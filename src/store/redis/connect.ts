@@ -2,7 +2,7 @@
 // `redis-cluster://h1:p1,h2:p2` names seed nodes of a Redis Cluster (every
 // key of a script shares one hash tag, so each script runs on the node
 // owning that slot). And the mapping of Redis errors to store errors.
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
 import { StoreError } from '../errors.js';
 
 export type RedisClient = Redis | Cluster;
@@ -50,6 +50,17 @@ export function storeError(err: unknown): StoreError {
   // ioredis: the command was written but no reply came in time, or the link closed with it in flight.
   if (message === 'Command timed out' || message === 'Connection is closed.') return new StoreError('unknown', message);
   return new StoreError('failed', message);
+}
+
+/**
+ * Runs a pipeline: its replies, or the first of its errors as a StoreError
+ * (a pipeline resolves with each command's error in place; a timed-out one
+ * leaves its reply undefined).
+ */
+export async function pipelined(p: ChainableCommander): Promise<unknown[]> {
+  const results = (await mapped(p.exec())) ?? [];
+  for (const [err] of results) if (err) throw storeError(err);
+  return results.map(([, value]) => value);
 }
 
 /** Runs a Redis call, turning its failure into a StoreError. */

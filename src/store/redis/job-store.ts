@@ -5,7 +5,7 @@ import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.j
 import type { JobInfo, JobState, JobStore, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { decodeBatch, encodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
-import { mapped, type RedisClient } from './connect.js';
+import { mapped, pipelined, type RedisClient } from './connect.js';
 import { isStoreFull, type StoreError } from '../errors.js';
 import type { BoundScript } from './scripts.js';
 
@@ -189,7 +189,7 @@ export class RedisJobStore implements JobStore {
 
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
     // A pipeline, not MULTI: Redis refuses MULTI when out of memory, and these are reads.
-    const [[, time], [, all]] = (await mapped(this.redis.pipeline().time().zrange(this.keys.nodes, 0, -1, 'WITHSCORES').exec())) as [[null, [string, string]], [null, string[]]];
+    const [time, all] = (await pipelined(this.redis.pipeline().time().zrange(this.keys.nodes, 0, -1, 'WITHSCORES'))) as [[string, string], string[]];
     const now = redisMs(time);
     const live: string[] = [];
     const dead: string[] = [];
@@ -201,8 +201,7 @@ export class RedisJobStore implements JobStore {
     if (nodes.length === 0) return [];
     const p = this.redis.pipeline();
     for (const n of nodes) p.hgetall(this.keys.node(n));
-    const res = (await mapped(p.exec())) ?? [];
-    return res.map(([, v]) => (v ?? {}) as NodeSnapshot);
+    return ((await pipelined(p)) as Array<NodeSnapshot | null>).map((v) => v ?? {});
   }
 
   /**
@@ -212,11 +211,10 @@ export class RedisJobStore implements JobStore {
    */
   async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {
     const dueBy = Date.now() + this.clockOffset + 50;
-    const [[, time], [, delayed], [, reserved]] = (await mapped(this.redis.pipeline()
+    const [time, delayed, reserved] = (await pipelined(this.redis.pipeline()
       .time()
       .zrangebyscore(this.keys.delayed, '-inf', dueBy, 'LIMIT', 0, limit)
-      .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit)
-      .exec())) as [[null, [string, string]], [null, string[]], [null, string[]]];
+      .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit))) as [[string, string], string[], string[]];
     this.clockOffset = redisMs(time) - Date.now();
     const names = [...new Set([...delayed, ...reserved].map(memberTube))];
     const [moved, nextDueMs] = (await this.run('promoteDue', names, [this.keys.events, limit, ...names])) as [number, number];
