@@ -1,0 +1,3 @@
+module github.com/redstalk/redstalk/clients/go
+
+go 1.19
