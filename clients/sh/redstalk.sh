@@ -4,13 +4,14 @@
 # Run it for one command per call:   redstalk.sh put -t emails 'ann@example.com'
 # or source it for functions on one connection (jobs stay reserved until rs_close):
 #   . ./redstalk.sh; rs_connect; rs_watch emails; rs_reserve 5 && rs_body; rs_close
-# Server: $REDSTALK_HOST (127.0.0.1), $REDSTALK_PORT (11300). See README.md.
+# Server: $REDSTALK_SERVER, host:port (127.0.0.1:11300), as for redstalk's admin commands. See README.md.
 #
 # Every rs_ function returns 0 on the command's success reply; 1 on any other reply
 # (printed on stderr as "redstalk: <reply>"); 2 when there is no connection.
 
-RS_HOST=${REDSTALK_HOST:-127.0.0.1}
-RS_PORT=${REDSTALK_PORT:-11300}
+RS_SERVER=${REDSTALK_SERVER:-127.0.0.1:11300}
+RS_HOST=${RS_SERVER%:*}
+RS_PORT=${RS_SERVER##*:}
 RS_CR=$(printf '\r')
 RS_DIR=
 RS_REPLY=
@@ -144,7 +145,7 @@ rs_room_config() { _rs_call OK "room-config $1 $2 $3 $4 $5"; } # ROOM CAPACITY C
 # The command line: one connection per call.
 _rs_usage() {
 	cat >&2 <<'EOF'
-usage: redstalk.sh COMMAND [ARGS]     (server: $REDSTALK_HOST, $REDSTALK_PORT)
+usage: redstalk.sh COMMAND [ARGS]     (server: $REDSTALK_SERVER, host:port)
   put [-t TUBE] [-p PRI] [-d DELAY] [-r TTR] BODY|-   insert a job ('-': body from stdin); prints its id
   reserve [-t TUBE] [-w SECONDS]    take a job: print its body, delete it (exit 1: none in time)
   work [-t TUBE] [-w SECONDS] [-D DELAY] COMMAND...

@@ -4,7 +4,7 @@
 # Tube and room names carry this process' id, so any server will do.
 
 [ $# -eq 2 ] || { echo "usage: sh test.sh HOST PORT" >&2; exit 2; }
-export REDSTALK_HOST=$1 REDSTALK_PORT=$2
+export REDSTALK_SERVER=$1:$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 CLI="$HERE/redstalk.sh"
 . "$HERE/redstalk.sh"
