@@ -6,7 +6,9 @@
 --   KEYS[2] tube-names hash   tube number -> name (job records name their tube by number)
 --   KEYS[3] delayed    zset   ready-at ms, member member(id)..tube   (all tubes; drives the timers)
 --   KEYS[4] reserved   zset   deadline ms, member member(id)..tube   (all tubes; drives TTR expiry)
---   KEYS[5] stats      hash   total-jobs, job-timeouts (cumulative), tube-seq
+--   KEYS[5] stats      hash   total-jobs, job-timeouts (cumulative), tube-seq; and the
+--                             jobs of all tubes now ready, urgent and buried (kept as
+--                             jobs move, so `stats` costs the same for 10 tubes or 10,000)
 --   KEYS[6] tube-order zset   names of tubes that exist, score = position in list-tubes
 --   KEYS[7] nodes      zset   sidecar id -> expiry ms of its heartbeat
 --   KEYS[8] seq        string job sequence
@@ -81,13 +83,30 @@ local function fmt_int(n)
   return string.format('%.0f', n)
 end
 
+-- The counts of all tubes' ready (and urgent) and buried jobs, moved with
+-- every ZADD and ZREM of a ready or buried set (by what Redis says it changed).
+local function count_ready(added, pri)
+  if added == 0 then return end
+  redis.call('HINCRBY', K_STATS, 'jobs-ready', added)
+  if pri <= URGENT then redis.call('HINCRBY', K_STATS, 'jobs-urgent', added) end
+end
+
+local function unready(T, m, pri)
+  count_ready(-redis.call('ZREM', T.ready, m), pri)
+end
+
+local function unbury(T, m)
+  local removed = redis.call('ZREM', T.buried, m)
+  if removed > 0 then redis.call('HINCRBY', K_STATS, 'jobs-buried', -removed) end
+end
+
 -- The state helpers below take T, a tube's keys with its name (tube_keys).
 -- Moves a job (whatever it was) into its tube's ready set.
 local function enter_ready(T, id, j)
   j[F_STATE] = READY
   j[F_DUE] = 0
   j[F_OWNER] = ''
-  redis.call('ZADD', T.ready, j[F_PRI], member(id))
+  count_ready(redis.call('ZADD', T.ready, j[F_PRI], member(id)), j[F_PRI])
 end
 
 local function enter_delayed(T, id, j, now, delay_s)
@@ -113,9 +132,9 @@ end
 -- Takes a job out of whatever state it is in (used by delete and reserve-job).
 local function leave_state(T, id, j)
   local s = j[F_STATE]
-  if s == READY then redis.call('ZREM', T.ready, member(id))
+  if s == READY then unready(T, member(id), j[F_PRI])
   elseif s == DELAYED then leave_delayed(T, id)
-  elseif s == BURIED then redis.call('ZREM', T.buried, member(id))
+  elseif s == BURIED then unbury(T, member(id))
   else leave_reserved(T, id) end
 end
 
@@ -133,7 +152,8 @@ local function enter_buried(T, id, j)
   j[F_DUE] = 0
   j[F_OWNER] = ''
   -- Buried jobs are a FIFO: score by a per-tube counter.
-  redis.call('ZADD', T.buried, redis.call('HINCRBY', T.meta, 'bury-seq', 1), member(id))
+  local added = redis.call('ZADD', T.buried, redis.call('HINCRBY', T.meta, 'bury-seq', 1), member(id))
+  if added > 0 then redis.call('HINCRBY', K_STATS, 'jobs-buried', added) end
 end
 
 -- Wakes blocked reserves on every sidecar: "<count> <tube>".

@@ -138,7 +138,7 @@ local function reserve(owner, n, tis)
     end
     if not best then break end
     local T = Ts[best]
-    redis.call('ZREM', T.ready, best_member)
+    unready(T, best_member, best_pri)
     local id = member_id(best_member)
     local j, body = load_job(id)
     if j then -- else a stale member of a job that is gone: look again

@@ -20,7 +20,7 @@ local members = redis.call('ZRANGE', from, 0, bound - 1)
 for _, m in ipairs(members) do
   local id = member_id(m)
   local j, body = load_job(id)
-  if mode == 'buried' then redis.call('ZREM', T.buried, m) else leave_delayed(T, id) end
+  if mode == 'buried' then unbury(T, m) else leave_delayed(T, id) end
   j[F_KICKS] = j[F_KICKS] + 1
   enter_ready(T, id, j)
   save_job(id, j, body)

@@ -93,17 +93,14 @@ export class Metrics implements Instruments {
     g.waiting!.set(c.waiting);
     g.connectionsTotal!.set(c.totalConnections);
     g.draining!.set(s.draining() ? 1 : 0);
-    const [names, roomNames] = await Promise.all([s.jobs.listTubes(), s.rooms.list()]);
-    const counts = await s.jobs.tubeCounts(names);
-    g.tubes!.set(counts.tubes.size);
+    const [names, roomNames, totals] = await Promise.all([s.jobs.listTubes(), s.rooms.list(), s.jobs.totals()]);
+    const shown = names.slice(0, s.seriesLimit);
+    const counts = await s.jobs.tubeCounts(shown);
+    g.tubes!.set(totals.tubes);
     g.tubeJobs!.reset();
     g.tubeTotal!.reset();
-    for (const state of STATES) {
-      let total = 0;
-      for (const t of counts.tubes.values()) total += t[state];
-      g.jobs!.set({ state }, total);
-    }
-    for (const name of names.slice(0, s.seriesLimit)) {
+    for (const state of STATES) g.jobs!.set({ state }, totals[state]);
+    for (const name of shown) {
       const t = counts.tubes.get(name);
       if (!t) continue;
       for (const state of STATES) g.tubeJobs!.set({ tube: name, state }, t[state]);

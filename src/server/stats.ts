@@ -6,7 +6,7 @@ import os from 'node:os';
 import type { StatsSource } from '../commands/session.js';
 import type { JobStats, RoomStats, ServerStats, TubeStats } from '../protocol/generated.js';
 import { COMMAND_COUNTERS } from '../protocol/stats.js';
-import type { JobStore, NodeSnapshot, TubeCounts } from '../store/job-store.js';
+import type { JobStore, NodeSnapshot } from '../store/job-store.js';
 import type { RoomStore } from '../store/room-store.js';
 import { sumSnapshots, type Counters } from './counters.js';
 import type { Presence } from './presence.js';
@@ -41,23 +41,17 @@ export class StatsCollector implements StatsSource {
 
   async server(): Promise<ServerStats> {
     const { jobs, counters } = this.d;
-    const [names, others] = await Promise.all([jobs.listTubes(), this.d.presence.otherSnapshots()]);
-    const counts = await jobs.tubeCounts(names);
-    const sum = (k: keyof TubeCounts) => {
-      let n = 0;
-      for (const t of counts.tubes.values()) n += t[k];
-      return n;
-    };
+    const [t, others] = await Promise.all([jobs.totals(), this.d.presence.otherSnapshots()]);
     const all = (field: string, mine: number) => mine + sumSnapshots(others, field);
     const commands = Object.fromEntries(COMMAND_COUNTERS.map((name) => [name, all(name, counters.commands.get(name) ?? 0)]));
     const usage = process.resourceUsage();
     return {
-      'current-jobs-urgent': sum('urgent'), 'current-jobs-ready': sum('ready'),
-      'current-jobs-reserved': sum('reserved'), 'current-jobs-delayed': sum('delayed'),
-      'current-jobs-buried': sum('buried'),
+      'current-jobs-urgent': t.urgent, 'current-jobs-ready': t.ready,
+      'current-jobs-reserved': t.reserved, 'current-jobs-delayed': t.delayed,
+      'current-jobs-buried': t.buried,
       ...(commands as CommandCounters),
-      'job-timeouts': counts.jobTimeouts, 'total-jobs': counts.totalJobs,
-      'max-job-size': this.d.maxJobSize, 'current-tubes': counts.tubes.size,
+      'job-timeouts': t.jobTimeouts, 'total-jobs': t.totalJobs,
+      'max-job-size': this.d.maxJobSize, 'current-tubes': t.tubes,
       'current-connections': all('current-connections', counters.connections),
       'current-producers': all('current-producers', counters.producers),
       'current-workers': all('current-workers', counters.workers),

@@ -20,6 +20,12 @@ export interface TubeCounts {
 
 export interface TotalCounts { tubes: Map<string, TubeCounts>; totalJobs: number; jobTimeouts: number }
 
+/** The jobs of all tubes by state, and the tubes: kept as jobs move, so reading them costs the same for any number of tubes. */
+export interface JobTotals {
+  urgent: number; ready: number; reserved: number; delayed: number; buried: number;
+  tubes: number; totalJobs: number; jobTimeouts: number;
+}
+
 export interface PeekedJob { id: string; body: Buffer }
 
 export type PeekState = 'ready' | 'delayed' | 'buried';
@@ -56,6 +62,7 @@ export interface JobStore {
   jobInfo(id: string): Promise<JobInfo | null>;
   /** Counts of the named tubes (only those that exist) plus the global totals. */
   tubeCounts(names: readonly string[]): Promise<TotalCounts>;
+  totals(): Promise<JobTotals>;
   listTubes(): Promise<string[]>;
 
   /** A sidecar starts (+1) or stops (-1) referencing a tube, or drops all its references ('drop'). */

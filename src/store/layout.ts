@@ -52,6 +52,8 @@ export class ShardKeys {
   /** All tubes' delayed jobs and reservations, by due time (the promotion timer reads them). */
   readonly delayed: string;
   readonly reserved: string;
+  /** Counters: total-jobs, job-timeouts, and the jobs of all tubes by state. */
+  readonly stats: string;
   /** The index of waiting rooms. */
   readonly rooms: string;
   private tubeKeys = new Map<string, readonly string[]>();
@@ -63,7 +65,8 @@ export class ShardKeys {
     this.nodes = `${t}:nodes`;
     this.delayed = `${t}:delayed`;
     this.reserved = `${t}:reserved`;
-    this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, `${t}:stats`, this.tubes, this.nodes, `${t}:seq`];
+    this.stats = `${t}:stats`;
+    this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, this.stats, this.tubes, this.nodes, `${t}:seq`];
     this.events = `${t}:events`;
     this.rooms = `${t}:rooms`;
   }

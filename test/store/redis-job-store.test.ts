@@ -54,6 +54,31 @@ describe('Redis job store', () => {
       expect(await where(id, info.tube), `job ${id}`).toEqual(expected[info.state]);
     }
     expect([...seen].sort()).toEqual(['buried', 'delayed', 'ready', 'reserved']);
+    await expectTotalsAddUp(store);
+    redis.disconnect();
+  });
+
+  it('keeps the totals of every state equal to the sums over all tubes, whatever moves the jobs (200 random ops)', async () => {
+    const { redis, store } = openStore();
+    const none = () => {};
+    let seed = 11;
+    const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
+    const tubes = ['a', 'b', 'c'];
+    for (let i = 0; i < 200; i++) {
+      const t = tubes[rand(3)]!;
+      const id = String(1 + rand(40));
+      const op = rand(9);
+      if (op < 3) await store.apply([jobOps.put(null, none, t, rand(2) ? 10 : 2000, rand(4) === 0 ? 1 : 0, 60, Buffer.from('x'))]);
+      else if (op === 3) await store.apply([jobOps.reserve(null, none, 'o', tubes, 1 + rand(3))]);
+      else if (op === 4) await store.apply([jobOps.delete(null, none, 'o', id, (await store.jobTube(id)) ?? t)]);
+      else if (op === 5) await store.apply([jobOps.bury(null, none, 'o', id, (await store.jobTube(id)) ?? t, rand(2000))]);
+      else if (op === 6) await store.apply([jobOps.release(null, none, 'o', id, (await store.jobTube(id)) ?? t, rand(2000), 0)]);
+      else if (op === 7) await store.kick(t, 1 + rand(3));
+      else await store.releaseHeldBy('o');
+    }
+    await new Promise((r) => setTimeout(r, 1100));
+    await store.promoteDue(1000);
+    await expectTotalsAddUp(store);
     redis.disconnect();
   });
 
@@ -79,7 +104,7 @@ describe('Redis job store', () => {
   it('lets Redis run out of memory only for what grows it: these scripts are allow-oom, and batch has an allow-oom twin', () => {
     const all = [...loadScripts('jobs'), ...loadScripts('rooms')];
     const allowOom = all.filter((s) => /^#!lua flags=allow-oom\n/.test(s.lua)).map((s) => s.name).sort();
-    expect(allowOom).toEqual(['batchAllowOom', 'config', 'forgetNode', 'heartbeat', 'kick', 'kickJob', 'leave', 'lottery', 'pauseTube',
+    expect(allowOom).toEqual(['batchAllowOom', 'config', 'countJobs', 'forgetNode', 'heartbeat', 'kick', 'kickJob', 'leave', 'lottery', 'pauseTube',
       'promoteDue', 'refTube', 'releaseOwned', 'reserveJob', 'upgradeTubeOrder']);
     expect(all.find((s) => s.name === 'batchAllowOom')!.lua.slice(30)).toBe(all.find((s) => s.name === 'batch')!.lua.slice(14));
   });
@@ -119,4 +144,25 @@ describe('Redis job store upgrade', () => {
     expect(await store.listTubes()).toEqual(['b', 'a', 'c']);
     redis.disconnect();
   });
+
+  it('counts the jobs by state once for a data set written before the counts were kept', async () => {
+    const { redis, keys, store } = openStore();
+    const none = () => {};
+    await store.apply([0, 1, 2, 3, 4].map((i) => jobOps.put(null, none, i % 2 ? 'a' : 'b', i * 500, 0, 60, Buffer.from('x'))));
+    await store.apply([jobOps.reserve(null, none, 'o', ['a'], 1)]);
+    await store.apply([jobOps.bury(null, none, 'o', '2', 'a', 0)]);
+    await redis.hdel(keys.stats, 'jobs-ready', 'jobs-urgent', 'jobs-buried', 'jobs-counted');
+    await store.upgrade();
+    expect(await store.totals()).toMatchObject({ ready: 4, urgent: 2, buried: 1, reserved: 0 });
+    await expectTotalsAddUp(store);
+    redis.disconnect();
+  });
 });
+
+/** The kept totals equal the sums of every tube's counts. */
+async function expectTotalsAddUp(store: RedisJobStore): Promise<void> {
+  const counts = await store.tubeCounts(await store.listTubes());
+  const sum = (k: 'urgent' | 'ready' | 'reserved' | 'delayed' | 'buried') => [...counts.tubes.values()].reduce((n, t) => n + t[k], 0);
+  const totals = await store.totals();
+  expect(totals).toMatchObject({ urgent: sum('urgent'), ready: sum('ready'), reserved: sum('reserved'), delayed: sum('delayed'), buried: sum('buried'), tubes: counts.tubes.size });
+}

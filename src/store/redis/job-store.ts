@@ -2,7 +2,7 @@
 // Lua script (lua/jobs/) with its keys in KEYS and time from Redis. Reads that
 // need no atomicity use plain commands.
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
-import type { JobInfo, JobState, JobStore, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
+import type { JobInfo, JobState, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { decodeBatch, encodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
@@ -53,12 +53,25 @@ export class RedisJobStore implements JobStore {
 
   /** Brings data written by an older redstalk up to date (run once at start, before serving). */
   async upgrade(): Promise<void> {
+    await this.orderTubes();
+    await this.countJobs();
+  }
+
+  /** Turns the set of tube names of a data set written before tube-order into tube-order. */
+  private async orderTubes(): Promise<void> {
     const legacyTubes = `${this.keys.tag}:tubes`; // a set, before tube-order kept list-tubes' order
     if ((await mapped(this.redis.type(legacyTubes))) !== 'set') return;
     const names = await mapped(this.redis.smembers(legacyTubes));
     const keys = [...this.keys.globals, legacyTubes];
     for (const t of names) keys.push(...this.keys.tube(t));
     await this.call('upgradeTubeOrder', keys, names);
+  }
+
+  /** Counts the jobs by state once for a data set written before they were kept as jobs move. */
+  private async countJobs(): Promise<void> {
+    if (await mapped(this.redis.hexists(this.keys.stats, 'jobs-counted'))) return;
+    const names = await this.listTubes();
+    await this.run('countJobs', names, names);
   }
 
   /**
@@ -84,6 +97,14 @@ export class RedisJobStore implements JobStore {
     const { keys, args, tubes } = encodeBatch(ops, this.keys);
     const raw = (await this.call(script, keys, args, true)) as unknown[];
     return decodeBatch(ops, raw, tubes);
+  }
+
+  async totals(): Promise<JobTotals> {
+    const [counts, reserved, delayed, tubes] = (await pipelined(this.redis.pipeline()
+      .hmget(this.keys.stats, 'jobs-urgent', 'jobs-ready', 'jobs-buried', 'total-jobs', 'job-timeouts')
+      .zcard(this.keys.reserved).zcard(this.keys.delayed).zcard(this.keys.tubes))) as [Array<string | null>, number, number, number];
+    const [urgent, ready, buried, totalJobs, jobTimeouts] = counts.map((v) => Number(v ?? 0)) as [number, number, number, number, number];
+    return { urgent, ready, reserved, delayed, buried, tubes, totalJobs, jobTimeouts };
   }
 
   async jobTube(id: string): Promise<string | null> {
