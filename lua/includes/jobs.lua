@@ -1,7 +1,7 @@
 -- Helpers of the job scripts (lua/jobs/), included by the loader (src/store/redis/scripts.ts).
 --
 -- Key layout (all keys share one hash tag, see src/store/layout.ts). Every script
--- receives the same 8 global keys first, then 5 keys per tube it touches:
+-- receives the same 9 global keys first, then 5 keys per tube it touches:
 --   KEYS[1] jobs       hash   id -> job record: msgpack metadata, then the body bytes
 --   KEYS[2] tube-names hash   tube number -> name (job records name their tube by number)
 --   KEYS[3] delayed    zset   ready-at ms, member member(id)..tube   (all tubes; drives the timers)
@@ -12,13 +12,15 @@
 --   KEYS[6] tube-order zset   names of tubes that exist, score = position in list-tubes
 --   KEYS[7] nodes      zset   sidecar id -> expiry ms of its heartbeat
 --   KEYS[8] seq        string job sequence
---   per tube i (base = 8 + 5*(i-1)): meta hash, ready zset (score pri, member
+--   KEYS[9] ready-tubes set    the tubes whose ready set is not empty (a reserve over
+--                             thousands of watched tubes looks only at these)
+--   per tube i (base = 9 + 5*(i-1)): meta hash, ready zset (score pri, member
 --   member(id)), delayed zset (score ready-at), buried zset (score bury order),
 --   refs hash (sidecar id -> connections using or watching the tube)
 -- A queued job costs one hash entry (metadata and body in one value, so one
 -- allocation) plus one zset entry; see bench/memory.ts for the measured bytes.
-local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local URGENT = 1023 -- pri < 1024 counts as urgent
@@ -43,7 +45,7 @@ local function member_tube(m)
 end
 
 local function tube_keys(i)
-  local b = 8 + 5 * (i - 1)
+  local b = 9 + 5 * (i - 1)
   return { meta = KEYS[b + 1], ready = KEYS[b + 2], delayed = KEYS[b + 3], buried = KEYS[b + 4], refs = KEYS[b + 5] }
 end
 
@@ -92,7 +94,10 @@ local function count_ready(added, pri)
 end
 
 local function unready(T, m, pri)
-  count_ready(-redis.call('ZREM', T.ready, m), pri)
+  local removed = redis.call('ZREM', T.ready, m)
+  if removed == 0 then return end
+  count_ready(-removed, pri)
+  if redis.call('ZCARD', T.ready) == 0 then redis.call('SREM', K_READY, T.name) end
 end
 
 local function unbury(T, m)
@@ -106,7 +111,10 @@ local function enter_ready(T, id, j)
   j[F_STATE] = READY
   j[F_DUE] = 0
   j[F_OWNER] = ''
-  count_ready(redis.call('ZADD', T.ready, j[F_PRI], member(id)), j[F_PRI])
+  local added = redis.call('ZADD', T.ready, j[F_PRI], member(id))
+  if added == 0 then return end
+  count_ready(added, j[F_PRI])
+  redis.call('SADD', K_READY, T.name)
 end
 
 local function enter_delayed(T, id, j, now, delay_s)

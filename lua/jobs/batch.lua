@@ -4,7 +4,7 @@
   call: the sidecar sends what arrived while the previous call was in flight
   (src/store/batcher.ts), so batches form by themselves under load and a
   lone command goes out at once.
-  KEYS  8 globals, then 5 per tube (includes/jobs.lua)
+  KEYS  9 globals, then 5 per tube (includes/jobs.lua)
   ARGV  [1] events channel  [2] shard count  [3] this shard  [4] tube count n
         [5..4+n] tube names (KEYS order), then the ops, each a code and its
         fields (t = 1-based tube index):
@@ -107,26 +107,107 @@ local function touch(owner, id, ti)
   return j[F_TTR]
 end
 
--- Housekeeping for reserves, once per tube per batch.
-local tidied, expired = {}, false
-local function tidy(ti)
+-- A reserve over at most this many tubes looks at each of them; over more
+-- (a connection may watch thousands), only at those in ready-tubes, and it
+-- finds due delayed jobs in the global delayed zset: its cost follows the
+-- tubes that have jobs, not the tubes watched.
+local FEW_TUBES = 64
+
+-- Housekeeping for reserves, once per batch (and once per tube looked at).
+local expired, promoted_all, promoted, pause_until = false, false, {}, {}
+local index_of = {}
+for i, T in ipairs(Ts) do index_of[T.name] = i end
+
+local function promote(tis)
   if not expired then
     expire_reservations(by_name, now, 100, {})
     expired = true
   end
-  if not tidied[ti] then
-    promote_delayed(Ts[ti], now, 1000)
-    tidied[ti] = tonumber(redis.call('HGET', Ts[ti].meta, 'pause-until') or '0')
+  if #tis <= FEW_TUBES then
+    for _, ti in ipairs(tis) do
+      if not promoted[ti] then
+        promote_delayed(Ts[ti], now, 1000)
+        promoted[ti] = true
+      end
+    end
+  elseif not promoted_all then
+    for _, m in ipairs(redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 1000)) do
+      local T = by_name[member_tube(m)]
+      if T then
+        local id = member_id(m)
+        local j, body = load_job(id)
+        if j then
+          leave_delayed(T, id)
+          enter_ready(T, id, j)
+          save_job(id, j, body)
+        end
+      end
+    end
+    promoted_all = true
   end
 end
 
+local function paused_until(ti)
+  local p = pause_until[ti]
+  if not p then
+    p = tonumber(redis.call('HGET', Ts[ti].meta, 'pause-until') or '0')
+    pause_until[ti] = p
+  end
+  return p
+end
+
+-- The tubes a reserve looks at: all of a few, or those of many that have ready jobs.
+local function to_look_at(tis)
+  if #tis <= FEW_TUBES then return tis end
+  local watched = {}
+  for _, ti in ipairs(tis) do watched[ti] = true end
+  local look = {}
+  for _, name in ipairs(redis.call('SMEMBERS', K_READY)) do
+    local ti = index_of[name]
+    if ti and watched[ti] then look[#look + 1] = ti end
+  end
+  return look, watched
+end
+
+-- Nothing now: in how many ms may something become reservable (a delay or a pause ending), or -1.
+local function wake_after(tis, look, watched)
+  local wake = -1
+  local function wake_at(t)
+    if wake < 0 or t < wake then wake = t end
+  end
+  for _, ti in ipairs(look) do
+    if paused_until(ti) > now and redis.call('ZCARD', Ts[ti].ready) > 0 then wake_at(paused_until(ti)) end
+  end
+  if not watched then
+    for _, ti in ipairs(tis) do
+      local soonest = redis.call('ZRANGE', Ts[ti].delayed, 0, 0, 'WITHSCORES')
+      if soonest[1] then wake_at(tonumber(soonest[2])) end
+    end
+  else
+    -- The soonest delayed job of a watched tube, among the first 200 of all;
+    -- if none is there, look again when the 200th is due.
+    local soonest = redis.call('ZRANGE', K_DELAYED, 0, 199, 'WITHSCORES')
+    for k = 1, #soonest, 2 do
+      local ti = index_of[member_tube(soonest[k])]
+      if ti and watched[ti] then
+        wake_at(tonumber(soonest[k + 1]))
+        break
+      end
+      if k == 399 then wake_at(tonumber(soonest[k + 1])) end
+    end
+  end
+  if wake < 0 then return -1 end
+  return wake - now
+end
+
 local function reserve(owner, n, tis)
-  for _, ti in ipairs(tis) do tidy(ti) end
+  promote(tis)
+  local look, watched = to_look_at(tis)
   local taken = {}
   while #taken < 4 * n do
     local best, best_pri, best_member
-    for _, ti in ipairs(tis) do
-      if tidied[ti] <= now then
+    for _, ti in ipairs(look) do
+      if paused_until(ti) <= now then
         local top = redis.call('ZRANGE', Ts[ti].ready, 0, 0, 'WITHSCORES')
         if top[1] then
           local pri = tonumber(top[2])
@@ -149,18 +230,7 @@ local function reserve(owner, n, tis)
     end
   end
   if #taken > 0 then return taken end
-  -- Nothing now: when may something become reservable (a delay or a pause ending)?
-  local wake = -1
-  local function wake_at(t)
-    if wake < 0 or t < wake then wake = t end
-  end
-  for _, ti in ipairs(tis) do
-    if tidied[ti] > now and redis.call('ZCARD', Ts[ti].ready) > 0 then wake_at(tidied[ti]) end
-    local soonest = redis.call('ZRANGE', Ts[ti].delayed, 0, 0, 'WITHSCORES')
-    if soonest[1] then wake_at(tonumber(soonest[2])) end
-  end
-  if wake < 0 then return -1 end
-  return wake - now
+  return wake_after(tis, look, watched)
 end
 
 local results = {}

@@ -2,7 +2,7 @@
 --[[
   kick: moves up to `bound` jobs of one tube to ready: buried jobs (oldest
   first) when the tube has any, else delayed jobs (soonest first).
-  KEYS  8 globals, then 5 for the tube
+  KEYS  9 globals, then 5 for the tube
   ARGV  [1] events channel  [2] bound (at most this many in this call)
         [3] mode: '' decide, 'buried' or 'delayed' (a caller that kicks in
         several calls keeps the first call's choice)  [4] tube name

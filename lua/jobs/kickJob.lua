@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 --[[
   kick-job: moves one buried or delayed job (any tube) to ready.
-  KEYS  8 globals, then 5 for the job's tube
+  KEYS  9 globals, then 5 for the job's tube
   ARGV  [1] events channel  [2] id  [3] tube name
   Returns 1 kicked, 0 absent or not buried/delayed.
 ]]

@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 --[[
   peek <id> / stats-job: one job by id, in any state.
-  KEYS  8 globals
+  KEYS  9 globals
   ARGV  [1] id  [2] '1' to include the body
   Returns the job fields (includes/jobs.lua job_reply) plus the body when
   asked, or an empty array when absent.

@@ -2,7 +2,7 @@
 --[[
   peek-ready / peek-delayed / peek-buried in one tube: the job reserve would
   pick (pause ignored), the soonest delayed job, the oldest buried job.
-  KEYS  8 globals, then 5 for the tube
+  KEYS  9 globals, then 5 for the tube
   ARGV  [1] 'ready' | 'delayed' | 'buried'
   Returns {id, body} or an empty array.
 ]]

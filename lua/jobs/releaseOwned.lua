@@ -4,7 +4,7 @@
   at once, counting no timeout and no release (as beanstalkd). Also for all
   the connections of a sidecar that died: `owner` is then "<node>:", and
   every job whose holder starts with it goes back.
-  KEYS  8 globals, then 5 per tube
+  KEYS  9 globals, then 5 per tube
   ARGV  [1] events channel  [2] owner, or "<node>:"  [3] tube count n
         [4..3+n] tube names, then 2 per job: id, tube index
   Returns how many jobs went back.

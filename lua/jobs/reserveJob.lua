@@ -2,7 +2,7 @@
 --[[
   reserve-job: reserves a job by id when it is ready, delayed or buried, in
   any tube, whatever the watch list or pauses.
-  KEYS  8 globals, then 5 for the job's tube
+  KEYS  9 globals, then 5 for the job's tube
   ARGV  [1] owner  [2] id  [3] tube name
   Returns {1, id, ttr s, body}, or {0} when absent or already reserved.
 ]]

@@ -63,5 +63,5 @@ export async function loadConfig(input: ConfigInput): Promise<LoadedConfig> {
   return { ...checked, sources };
 }
 
-/** REDSTALK_ variables that are not settings: the file of settings, and the admin commands' server. */
-const OTHER_VARIABLES = ['REDSTALK_CONFIG', 'REDSTALK_SERVER', 'REDSTALK_BENCH_FLAGS'];
+/** REDSTALK_ variables that are not settings: the file of settings, the admin commands' server, the benchmark's and the client tests' sidecar. */
+const OTHER_VARIABLES = ['REDSTALK_CONFIG', 'REDSTALK_SERVER', 'REDSTALK_BENCH_FLAGS', 'REDSTALK_CMD'];

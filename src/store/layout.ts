@@ -42,7 +42,7 @@ function fnv1a(s: string): number {
 /** The keys of one shard, in the orders the Lua scripts expect them. */
 export class ShardKeys {
   readonly tag: string;
-  /** The 8 keys every job script receives first (lua/includes/jobs.lua). */
+  /** The 9 keys every job script receives first (lua/includes/jobs.lua). */
   readonly globals: readonly string[];
   /** Pub/sub channel announcing "<count> <tube>" when jobs become ready. */
   readonly events: string;
@@ -54,6 +54,8 @@ export class ShardKeys {
   readonly reserved: string;
   /** Counters: total-jobs, job-timeouts, and the jobs of all tubes by state. */
   readonly stats: string;
+  /** The tubes that have ready jobs. */
+  readonly readyTubes: string;
   /** The index of waiting rooms. */
   readonly rooms: string;
   private tubeKeys = new Map<string, readonly string[]>();
@@ -66,7 +68,8 @@ export class ShardKeys {
     this.delayed = `${t}:delayed`;
     this.reserved = `${t}:reserved`;
     this.stats = `${t}:stats`;
-    this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, this.stats, this.tubes, this.nodes, `${t}:seq`];
+    this.readyTubes = `${t}:ready-tubes`;
+    this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, this.stats, this.tubes, this.nodes, `${t}:seq`, this.readyTubes];
     this.events = `${t}:events`;
     this.rooms = `${t}:rooms`;
   }

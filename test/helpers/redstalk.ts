@@ -21,7 +21,7 @@ export interface TestSidecar { port: number; prefix: string; server: RedstalkSer
 export type TestOptions = Partial<ServerOptions> & { redisUrl: string };
 
 function withTestDefaults(opts: TestOptions): TestOptions & { prefix: string } {
-  return { listen: '127.0.0.1', port: 0, prefix: uniquePrefix(), logLevel: 'silent', ...opts };
+  return { listen: '127.0.0.1', port: 0, prefix: uniquePrefix(), logLevel: (process.env.TEST_LOG ?? 'silent') as TestOptions['logLevel'], ...opts };
 }
 
 /** An in-process redstalk (the public API) on a free loopback port, talking to the given Redis. */

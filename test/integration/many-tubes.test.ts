@@ -28,3 +28,35 @@ describe(`${TUBES} tubes`, () => {
     expect(median).toBeLessThan(100);
   }, 90_000);
 });
+
+describe('a reserve over many watched tubes (more than 64: it looks only at the tubes with ready jobs)', () => {
+  it('takes jobs in priority then id order, skips paused tubes, and wakes for a delayed job', async () => {
+    const a = await ctx.dial();
+    const b = await ctx.dial();
+    let batch = '';
+    for (let i = 0; i < 100; i++) batch += `watch m${i}\r\n`;
+    a.send(batch);
+    for (let i = 0; i < 100; i++) await a.line();
+    await a.cmd('ignore default');
+    const put = async (tube: string, pri: number, delay = 0) => {
+      await b.cmd(`use ${tube}`);
+      return /^INSERTED (\d+)$/.exec(await b.cmd(`put ${pri} ${delay} 60 ${tube.length}\r\n${tube}`))![1]!;
+    };
+    await put('m7', 5);
+    await put('m90', 1);
+    await put('m3', 5);
+    await put('m50', 0);
+    await put('unwatched', 0);
+    expect(await b.cmd('pause-tube m50 60')).toBe('PAUSED');
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) order.push((await a.cmd('reserve-with-timeout 0')).split('\n')[1]!);
+    expect(order).toEqual(['m90', 'm7', 'm3']);
+    expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT'); // m50 is paused, the other is not watched
+    await put('m64', 9, 1);
+    const t0 = Date.now();
+    expect((await a.cmd('reserve-with-timeout 5', 8000)).split('\n')[1]).toBe('m64');
+    expect(Date.now() - t0).toBeGreaterThan(500);
+    expect(await b.cmd('pause-tube m50 0')).toBe('PAUSED');
+    expect((await a.cmd('reserve-with-timeout 0')).split('\n')[1]).toBe('m50');
+  });
+});

@@ -164,5 +164,7 @@ async function expectTotalsAddUp(store: RedisJobStore): Promise<void> {
   const counts = await store.tubeCounts(await store.listTubes());
   const sum = (k: 'urgent' | 'ready' | 'reserved' | 'delayed' | 'buried') => [...counts.tubes.values()].reduce((n, t) => n + t[k], 0);
   const totals = await store.totals();
+  const withReady = [...counts.tubes].filter(([, t]) => t.ready > 0).map(([name]) => name).sort();
+  expect((await store.tubesWithReadyJobs()).sort()).toEqual(withReady);
   expect(totals).toMatchObject({ urgent: sum('urgent'), ready: sum('ready'), reserved: sum('reserved'), delayed: sum('delayed'), buried: sum('buried'), tubes: counts.tubes.size });
 }

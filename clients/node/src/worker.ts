@@ -73,12 +73,7 @@ export class Worker {
   private constructor(private readonly client: Client, private readonly handler: Handler, private readonly settings: Settings) {
     this.stopped = new Promise((resolve) => { this.settle = resolve; });
     this.ticker = setInterval(() => this.tick(), TICK_MS);
-    void client.closed.then(() => {
-      if (!this.stopping) {
-        this.settings.onError(new ConnectionError('the worker\'s connection closed; the worker stops'));
-        void this.stop();
-      }
-    });
+    void client.closed.then(() => this.lost());
   }
 
   /** Connects, watches the tubes and starts taking jobs. */
@@ -108,6 +103,13 @@ export class Worker {
     const worker = new Worker(client, handler, settings);
     worker.pump();
     return worker;
+  }
+
+  /** The connection is gone (a reserve fails before `closed` resolves): say so once, and stop. */
+  private lost(): void {
+    if (this.stopping) return;
+    this.settings.onError(new ConnectionError('the worker\'s connection closed; the worker stops'));
+    void this.stop();
   }
 
   /**
@@ -174,10 +176,13 @@ export class Worker {
       }
     } catch (err) {
       if (err instanceof TimedOutError) this.dry = seconds === 0;
-      // A job in hand is within a second of its TTR and nothing is ready: touch everything held.
-      else if (err instanceof DeadlineSoonError) for (const h of this.held.values()) this.touch(h, Date.now());
-      // A lost connection is reported by the handler of `closed`.
-      else if (err instanceof ConnectionError) return;
+      // A job in hand is within a second of its TTR and nothing is ready: touch everything held,
+      // and ask again later (with a TTR of 1 s a job is always within that second).
+      else if (err instanceof DeadlineSoonError) {
+        for (const h of this.held.values()) this.touch(h, Date.now());
+        this.dry = true;
+      }
+      else if (err instanceof ConnectionError) this.lost();
       else if (err instanceof BadFormatError || err instanceof UnknownCommandError) {
         this.settings.onError(new Error('the server does not take reserve-many (a plain beanstalkd?): the worker stops', { cause: err }));
         void this.stop();

@@ -5,11 +5,15 @@
 
 /** How a field is printed: stats.json's types. `id` is a job id; `decimal` has fixed decimals. */
 export type FieldType = 'integer' | 'id' | 'string' | 'boolean' | 'decimal';
-type Fields = Record<string, FieldType>;
+/** A type with `?`: one of redstalk's extension fields, which its YAML does not print (yet). */
+type Field = FieldType | `${FieldType}?`;
+type Fields = Record<string, Field>;
 
-type ValueOf<T extends FieldType> = T extends 'string' ? string : T extends 'boolean' ? boolean : number;
-/** A parsed stats document: each field of the table with its value. */
-export type Document<F extends Fields> = { -readonly [K in keyof F]: ValueOf<F[K]> };
+type ValueOf<T extends Field> = T extends 'string' | 'string?' ? string : T extends 'boolean' | 'boolean?' ? boolean : number;
+/** A parsed stats document: each field of the table with its value, the extension fields optional. */
+export type Document<F extends Fields> =
+  & { -readonly [K in keyof F as F[K] extends FieldType ? K : never]: ValueOf<F[K]> }
+  & { -readonly [K in keyof F as F[K] extends FieldType ? never : K]?: ValueOf<F[K]> };
 
 export const SERVER_STATS = {
   'current-jobs-urgent': 'integer', 'current-jobs-ready': 'integer', 'current-jobs-reserved': 'integer',
@@ -20,7 +24,7 @@ export const SERVER_STATS = {
   'cmd-ignore': 'integer', 'cmd-bury': 'integer', 'cmd-kick': 'integer', 'cmd-touch': 'integer',
   'cmd-stats': 'integer', 'cmd-stats-job': 'integer', 'cmd-stats-tube': 'integer',
   'cmd-list-tubes': 'integer', 'cmd-list-tube-used': 'integer', 'cmd-list-tubes-watched': 'integer',
-  'cmd-pause-tube': 'integer', 'cmd-reserve-many': 'integer', 'job-timeouts': 'integer',
+  'cmd-pause-tube': 'integer', 'cmd-reserve-many': 'integer?', 'job-timeouts': 'integer',
   'total-jobs': 'integer', 'max-job-size': 'integer', 'current-tubes': 'integer',
   'current-connections': 'integer', 'current-producers': 'integer', 'current-workers': 'integer',
   'current-waiting': 'integer', 'total-connections': 'integer', 'pid': 'integer', 'version': 'string',
@@ -95,8 +99,8 @@ export function parseMap(yaml: Buffer): Record<string, string> {
   return map;
 }
 
-function convert(value: string, type: FieldType | undefined): string | number | boolean {
-  switch (type) {
+function convert(value: string, field: Field | undefined): string | number | boolean {
+  switch (field?.replace('?', '')) {
     case 'string': return value;
     case 'boolean': return value === 'true';
     case 'integer': case 'id': case 'decimal': return Number(value);

@@ -26,7 +26,7 @@ export interface EncodedBatch {
   tubes: readonly string[];
 }
 
-/** The 8 global keys, then 5 keys per tube: what every job script receives. */
+/** The 9 global keys, then 5 keys per tube: what every job script receives. */
 export function scriptKeys(keys: ShardKeys, tubes: readonly string[]): string[] {
   const out = keys.globals.slice();
   for (const t of tubes) for (const k of keys.tube(t)) out.push(k);

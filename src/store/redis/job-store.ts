@@ -41,7 +41,7 @@ export class RedisJobStore implements JobStore {
     private readonly keys: ShardKeys,
   ) {}
 
-  /** Calls a job script with the 8 global keys, then 5 keys per tube, then args. */
+  /** Calls a job script with the 9 global keys, then 5 keys per tube, then args. */
   private run(name: string, tubes: readonly string[], args: Args, buffers = false): Promise<unknown> {
     return this.call(name, scriptKeys(this.keys, tubes), args, buffers);
   }
@@ -105,6 +105,11 @@ export class RedisJobStore implements JobStore {
       .zcard(this.keys.reserved).zcard(this.keys.delayed).zcard(this.keys.tubes))) as [Array<string | null>, number, number, number];
     const [urgent, ready, buried, totalJobs, jobTimeouts] = counts.map((v) => Number(v ?? 0)) as [number, number, number, number, number];
     return { urgent, ready, reserved, delayed, buried, tubes, totalJobs, jobTimeouts };
+  }
+
+  /** The tubes Redis lists as having ready jobs (ready-tubes; for tests and diagnostics). */
+  async tubesWithReadyJobs(): Promise<string[]> {
+    return mapped(this.redis.smembers(this.keys.readyTubes));
   }
 
   async jobTube(id: string): Promise<string | null> {
