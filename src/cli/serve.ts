@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { Config } from '../config/settings.js';
-import { Listener } from '../server/listener.js';
+import { Listener, tlsFilesOf } from '../server/listener.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { maskUrl } from './config-check.js';
 import type { EmbeddedRedis } from './embedded-redis.js';
@@ -52,7 +52,7 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   });
   try {
     as = config.user ? lookupUser(config.user) : undefined;
-    listener = await Listener.open(config.listen, config.port);
+    listener = await Listener.open(config.listen, config.port, tlsFilesOf(config));
   } catch (err) {
     fail(`cannot listen on ${config.listen}:${config.port}: ${(err as Error).message}`);
   }

@@ -2,8 +2,31 @@
 // loaded and connected to Redis, so that a start is quick (test harnesses
 // connect as soon as the port accepts): connections that arrive early wait,
 // unread, until the sidecar takes them.
-import { lstatSync, unlinkSync } from 'node:fs';
+import { lstatSync, readFileSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
+import tls from 'node:tls';
+
+/** PEM files of the TLS listener; `ca` makes it require client certificates (mutual TLS). */
+export interface TlsFiles { cert: string; key: string; ca?: string }
+
+/** The TLS files a configuration names, or undefined for plain TCP. */
+export function tlsFilesOf(config: { tlsCert: string; tlsKey: string; tlsCa: string }): TlsFiles | undefined {
+  if (!config.tlsCert) return undefined;
+  return config.tlsCa ? { cert: config.tlsCert, key: config.tlsKey, ca: config.tlsCa } : { cert: config.tlsCert, key: config.tlsKey };
+}
+
+function tlsOptions(files: TlsFiles): tls.TlsOptions {
+  const read = (what: string, file: string) => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new Error(`cannot read the TLS ${what} ${file}: ${(err as Error).message}`);
+    }
+  };
+  const options: tls.TlsOptions = { cert: read('certificate', files.cert), key: read('key', files.key), allowHalfOpen: true };
+  if (files.ca) Object.assign(options, { ca: read('CA', files.ca), requestCert: true, rejectUnauthorized: true });
+  return options;
+}
 
 /** `-l unix:PATH` (beanstalkd >= 1.12) listens on a UNIX socket; -p is then ignored. */
 function unixSocketPath(listen: string): string | null {
@@ -30,13 +53,15 @@ export class Listener {
     readonly port: number,
   ) {}
 
-  static async open(listen: string, port: number): Promise<Listener> {
+  static async open(listen: string, port: number, tlsFiles?: TlsFiles): Promise<Listener> {
     let listener: Listener | null = null;
     const pending: net.Socket[] = [];
-    const server = net.createServer({ allowHalfOpen: true }, (socket) => {
+    const onSocket = (socket: net.Socket) => {
       if (listener) listener.accept(socket);
       else pending.push(socket);
-    });
+    };
+    // A TLS socket is handed over once its handshake is done; a failed handshake never reaches the sidecar.
+    const server = tlsFiles ? tls.createServer(tlsOptions(tlsFiles), onSocket) : net.createServer({ allowHalfOpen: true }, onSocket);
     const socketPath = unixSocketPath(listen);
     if (socketPath) removeStaleSocket(socketPath);
     await new Promise<void>((resolve, reject) => {

@@ -16,7 +16,7 @@ import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
 import { allOf, type Instruments } from './instruments.js';
-import { Listener } from './listener.js';
+import { Listener, tlsFilesOf } from './listener.js';
 import { Counters } from './counters.js';
 import { Presence } from './presence.js';
 import { Promoter } from './promoter.js';
@@ -25,7 +25,8 @@ import { Waiters } from './waiters.js';
 
 /** What a sidecar reads of the configuration. */
 /** The settings a sidecar itself reads (src/config/settings.ts says what each means). */
-export type SidecarConfig = Pick<Config, 'listen' | 'port' | 'maxJobSize' | 'heartbeatMs' | 'shutdownGraceMs' | 'batchOps' | 'batchBytes' | 'batchInFlight'>;
+export type SidecarConfig = Pick<Config, 'listen' | 'port' | 'maxJobSize' | 'heartbeatMs' | 'shutdownGraceMs' | 'batchOps' | 'batchBytes' | 'batchInFlight'
+  | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'maxConnections'>;
 
 /** Polls cond every 5 ms until it holds or the deadline (ms since epoch) passes. */
 async function until(cond: () => boolean, deadline: number): Promise<void> {
@@ -123,7 +124,7 @@ export class Sidecar implements ConnectionHost {
     await this.presence.start();
     this.promoter.arm(0);
     if (!listener) {
-      listener = await Listener.open(this.config.listen, this.config.port);
+      listener = await Listener.open(this.config.listen, this.config.port, tlsFilesOf(this.config));
       this.log.info({ listen: listener.address }, 'redstalk listening');
     }
     this.listener = listener;
@@ -135,6 +136,11 @@ export class Sidecar implements ConnectionHost {
 
   private accept(socket: net.Socket): void {
     if (this.stopping) { socket.destroy(); return; }
+    if (this.config.maxConnections > 0 && this.connections.size >= this.config.maxConnections) {
+      socket.destroy();
+      this.log.warn({ limit: this.config.maxConnections }, 'connection refused: --max-connections reached');
+      return;
+    }
     this.sockets.add(socket);
     socket.once('close', () => this.sockets.delete(socket));
     const c = new Connection(this.nextConnectionId++, this.nodeId, socket, this);
