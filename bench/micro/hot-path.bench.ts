@@ -61,7 +61,7 @@ function connection(): { feed(data: Buffer): void; written(): number } {
   const services = { maxJobSize: 65535, draining: () => false, countCommand: none } as unknown as Services;
   let id = 0;
   const host: ConnectionHost = {
-    dispatcher: new Dispatcher(services), log: pino({ level: 'silent' }), instruments: null,
+    dispatcher: new Dispatcher(services), log: pino({ level: 'silent' }), instruments: null, authRequired: false,
     submit: (op) => op.done(op, String(++id), null),
     dueIn: none, becameProducer: none, becameWorker: none, halfClosed: none, closed: none,
   };

@@ -9,7 +9,7 @@ export function maskUrl(url: string): string {
 }
 
 export function renderConfig({ config, sources, warnings }: LoadedConfig, json: boolean): string {
-  const shown = { ...config, redisUrl: maskUrl(config.redisUrl) };
+  const shown = { ...config, redisUrl: maskUrl(config.redisUrl), authToken: config.authToken ? '***' : '' };
   if (json) return `${JSON.stringify({ config: shown, sources, warnings }, null, 2)}\n`;
   const width = Math.max(...SETTING_NAMES.map((n) => n.length));
   const lines = SETTING_NAMES.map((n) => {

@@ -62,7 +62,7 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   log = createLogger(config.logLevel, config.logFormat);
   log.info({ listen: listener.address }, 'redstalk listening');
   for (const w of warnings) log.warn(w);
-  log.debug({ config: { ...config, redisUrl: maskUrl(config.redisUrl) } }, 'configuration');
+  log.debug({ config: { ...config, redisUrl: maskUrl(config.redisUrl), authToken: config.authToken ? '***' : '' } }, 'configuration');
 
   try {
     let redisUrl = config.redisUrl;

@@ -51,6 +51,11 @@ export class Dispatcher {
   /** A command line arrived: count it, then run it, or read its body first. */
   command(s: Session & BodyFraming, cmd: ParsedCommand): Promise<void> | void {
     const { spec } = cmd;
+    if (!s.authorized && spec.name !== 'auth') {
+      // Nothing runs before auth; a body is still read, so the stream stays in step.
+      if (spec.body && !cmd.trailing && bodyLength(cmd) <= this.svc.maxJobSize) return s.readBody(cmd, bodyLength(cmd));
+      return s.answer(REPLY.UNAUTHORIZED);
+    }
     if (spec.counter) this.svc.countCommand(spec.counter);
     if (spec.body) {
       const bytes = bodyLength(cmd);
@@ -65,6 +70,7 @@ export class Dispatcher {
 
   /** The body of a command arrived: its data and terminator. */
   body(s: Session, cmd: ParsedCommand, chunk: Buffer): Promise<void> | void {
+    if (!s.authorized) return s.answer(REPLY.UNAUTHORIZED);
     const n = chunk.length - 2;
     const terminated = chunk[n] === 13 && chunk[n + 1] === 10;
     return handlerOf(cmd)(s, argsOf(cmd), this.svc, terminated ? chunk.subarray(0, n) : null);

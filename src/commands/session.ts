@@ -45,6 +45,12 @@ export interface Session {
   becomeWorker(): void;
   /** quit: send what is pending, then close. */
   quit(): void;
+
+  /** Whether this connection may run commands (always, unless a token is configured and not yet given). */
+  readonly authorized: boolean;
+  authorize(): void;
+  /** Counts a wrong token; how many this connection has sent. */
+  authFailed(): number;
 }
 
 export type TubeUse = 'using' | 'watching';
@@ -65,6 +71,10 @@ export interface Services {
   reference(tube: string, use: TubeUse, delta: 1 | -1): Promise<void> | undefined;
   readonly stats: StatsSource;
   readonly maxJobSize: number;
+  /** Whether connections must send `auth <token>` first. */
+  readonly authRequired: boolean;
+  /** Whether `token` is the configured one (any token when none is configured). */
+  authenticates(token: string): boolean;
   /** beanstalkd's drain mode: puts answer DRAINING. */
   draining(): boolean;
   countCommand(counter: string): void;

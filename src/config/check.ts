@@ -43,6 +43,7 @@ export function checkConfig(values: Partial<Record<string, unknown>>, sources: S
   const config = merged as Config;
   if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) throw new ConfigError('invalid configuration: tlsCert and tlsKey go together');
   if (config.tlsCa && !config.tlsCert) throw new ConfigError('invalid configuration: tlsCa (client certificates) needs tlsCert and tlsKey');
+  if (config.authToken && config.authTokenFile) throw new ConfigError('invalid configuration: give authToken or authTokenFile, not both');
   if (config.tlsCert && config.listen.startsWith('unix:')) throw new ConfigError('invalid configuration: TLS is for the TCP listener, not unix:PATH');
   const warnings: string[] = [];
   if (config.maxJobSize > LIMITS.maxJobSizeCap) {

@@ -28,6 +28,7 @@ export interface CommandArgs {
   'list-tubes': [];
   'quit': [];
   'pause-tube': [tube: string, delay: number];
+  'auth': [token: string];
   'reserve-many': [count: number, timeout: number];
   'enter': [room: string, user: string];
   'check': [room: string, user: string];

@@ -97,6 +97,14 @@ export function parseCommand(line: string): ParsedCommand | ParseError {
         i += name.length;
         break;
       }
+      case 'token': {
+        // A secret: the rest of the line, 1..lineBytes of any printable bytes but space.
+        const token = line.slice(i);
+        if (token.length === 0 || !/^[\x21-\x7e]+$/.test(token)) return ParseError.BadFormat;
+        args.push(token);
+        i = line.length;
+        break;
+      }
       case 'tube-lenient': {
         // read_tube_name: leading spaces, then a run of name characters (so no
         // space is needed after "pause-tube"). Whether the name is valid is

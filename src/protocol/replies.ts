@@ -12,8 +12,8 @@ const WORDS = [
   'BAD_FORMAT', 'UNKNOWN_COMMAND', 'EXPECTED_CRLF', 'JOB_TOO_BIG', 'DRAINING', 'OUT_OF_MEMORY',
   'INTERNAL_ERROR', 'NOT_FOUND', 'NOT_IGNORED', 'DEADLINE_SOON', 'TIMED_OUT', 'DELETED',
   'RELEASED', 'BURIED', 'TOUCHED', 'KICKED', 'PAUSED',
-  // waiting rooms (extension)
-  'ENTERED', 'READY', 'LEFT', 'OK',
+  // waiting rooms, auth (extensions)
+  'ENTERED', 'READY', 'LEFT', 'OK', 'UNAUTHORIZED',
 ] as const;
 
 export type ReplyWord = (typeof WORDS)[number];

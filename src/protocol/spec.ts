@@ -2,7 +2,7 @@
 // source shared with clients and tests) and turned into lookup structures.
 import commandsJson from '../../protocol/commands.json' with { type: 'json' };
 
-export type ArgType = 'u32' | 'u64' | 'seconds' | 'timeout' | 'lenient-u32' | 'tube' | 'tube-lenient' | 'name';
+export type ArgType = 'u32' | 'u64' | 'seconds' | 'timeout' | 'lenient-u32' | 'tube' | 'tube-lenient' | 'name' | 'token';
 
 export interface CommandSpec {
   name: string;

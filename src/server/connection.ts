@@ -32,6 +32,8 @@ const enum Mode { Command, Discard, Body, Skip }
 export interface ConnectionHost {
   readonly dispatcher: Dispatcher;
   readonly log: Logger;
+  /** Whether connections must send `auth <token>` before anything else. */
+  readonly authRequired: boolean;
   /** Told of every command's reply and time, when anyone measures. */
   readonly instruments: Instruments | null;
   submit(op: AnyJobOp): void;
@@ -50,6 +52,8 @@ export class Connection implements Session, BodyFraming {
   readonly reserved = new Map<string, Reservation>();
   isProducer = false;
   isWorker = false;
+  authorized: boolean;
+  private authFailures = 0;
   closed = false;
   /** A command's outcome was unknown: this connection may hold jobs it was never told of. */
   uncertain = false;
@@ -75,6 +79,7 @@ export class Connection implements Session, BodyFraming {
 
   constructor(readonly id: number, nodeId: string, readonly socket: net.Socket, private readonly host: ConnectionHost) {
     this.owner = `${nodeId}:${id}`;
+    this.authorized = !host.authRequired;
     socket.setNoDelay(true);
     socket.on('data', (d: Buffer) => { this.input.push(d); this.pump(); });
     socket.on('end', () => this.onEnd());
@@ -357,6 +362,10 @@ export class Connection implements Session, BodyFraming {
   abort(): void {
     this.destroy();
   }
+
+  authorize(): void { this.authorized = true; }
+
+  authFailed(): number { return ++this.authFailures; }
 
   /** quit, or EOF after the last command: send what is pending, then close. */
   quit(): void {

@@ -5,6 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import type net from 'node:net';
 import type { Logger } from 'pino';
+import { readFileSync } from 'node:fs';
+import { tokenDigest, tokenMatches } from '../commands/auth.js';
 import type { Config } from '../config/settings.js';
 import { Dispatcher, unhandledCommands } from '../commands/dispatch.js';
 import type { Services } from '../commands/session.js';
@@ -26,7 +28,21 @@ import { Waiters } from './waiters.js';
 /** What a sidecar reads of the configuration. */
 /** The settings a sidecar itself reads (src/config/settings.ts says what each means). */
 export type SidecarConfig = Pick<Config, 'listen' | 'port' | 'maxJobSize' | 'heartbeatMs' | 'shutdownGraceMs' | 'batchOps' | 'batchBytes' | 'batchInFlight'
-  | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'maxConnections'>;
+  | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'maxConnections' | 'authToken' | 'authTokenFile'>;
+
+/** The configured auth token's digest (from the setting or its file), or null when connections need none. */
+function authDigest(config: SidecarConfig): Buffer | null {
+  let token = config.authToken;
+  if (config.authTokenFile) {
+    try {
+      token = readFileSync(config.authTokenFile, 'latin1').split(/\r?\n/)[0]!.trim();
+    } catch (err) {
+      throw new Error(`cannot read the auth token file ${config.authTokenFile}: ${(err as Error).message}`);
+    }
+    if (!token) throw new Error(`the auth token file ${config.authTokenFile} is empty`);
+  }
+  return token ? tokenDigest(token) : null;
+}
 
 /** Polls cond every 5 ms until it holds or the deadline (ms since epoch) passes. */
 async function until(cond: () => boolean, deadline: number): Promise<void> {
@@ -62,6 +78,7 @@ export class Sidecar implements ConnectionHost {
   readonly batcher: Batcher;
   readonly dispatcher: Dispatcher;
   readonly instruments: Instruments | null;
+  readonly authRequired: boolean;
   readonly stats: StatsCollector;
   private readonly waiters: Waiters;
   private readonly presence: Presence;
@@ -103,8 +120,12 @@ export class Sidecar implements ConnectionHost {
       jobs, rooms, counters: this.counters, presence: this.presence, startedAt: Date.now(),
       maxJobSize: config.maxJobSize, draining: () => this.draining,
     });
+    const auth = authDigest(config);
+    this.authRequired = auth !== null;
     const services: Services = {
       jobs, rooms, stats: this.stats, maxJobSize: config.maxJobSize,
+      authRequired: auth !== null,
+      authenticates: (token) => auth === null || tokenMatches(auth, token),
       wait: (s, timeout, many) => this.waiters.wait(s, timeout, many),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,

@@ -31,12 +31,15 @@ const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
 
 describe('the settings table', () => {
   it('gives every setting a REDSTALK_ environment variable that sets it', async () => {
-    const env = Object.fromEntries(SETTING_NAMES.map((n) => [envName(n), String(otherValue(n))]));
-    expect(Object.keys(env).every((k) => /^REDSTALK_[A-Z_]+$/.test(k))).toBe(true);
-    const { config, sources } = await loadConfig({ flags: {}, env });
-    for (const n of SETTING_NAMES) {
-      expect(config[n], n).toBe(otherValue(n));
-      expect(sources[n]).toBe('env');
+    // Two starts: a token and a token file may not be given together.
+    for (const group of [SETTING_NAMES.filter((n) => n !== 'authTokenFile'), ['authTokenFile'] as SettingName[]]) {
+      const env = Object.fromEntries(group.map((n) => [envName(n), String(otherValue(n))]));
+      expect(Object.keys(env).every((k) => /^REDSTALK_[A-Z_]+$/.test(k))).toBe(true);
+      const { config, sources } = await loadConfig({ flags: {}, env });
+      for (const n of group) {
+        expect(config[n], n).toBe(otherValue(n));
+        expect(sources[n]).toBe('env');
+      }
     }
   });
 

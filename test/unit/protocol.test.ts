@@ -52,7 +52,7 @@ describe('protocol/commands.json', () => {
     ]);
     expect(COMMANDS.slice(25).every((c) => c.extension)).toBe(true);
     expect(COMMANDS.slice(25).map((c) => c.name)).toEqual([
-      'reserve-many', 'enter', 'check', 'leave', 'room-config', 'room-rate', 'pause-room', 'room-lottery', 'stats-room', 'list-rooms',
+      'auth', 'reserve-many', 'enter', 'check', 'leave', 'room-config', 'room-rate', 'pause-room', 'room-lottery', 'stats-room', 'list-rooms',
     ]);
     // No literal can shadow a later one in matching order (extensions first: `stats` would shadow `stats-room `).
     for (const [i, a] of MATCH_ORDER.entries()) {

@@ -244,6 +244,14 @@ export class Client {
   async statsRoom(room: string): Promise<RoomStats> { return this.call('stats-room', `stats-room ${name('room', room)}`); }
   async listRooms(): Promise<string[]> { return this.call('list-rooms', 'list-rooms'); }
 
+  // ---- auth (redstalk)
+
+  /** Gives the server's token (UnauthorizedError when wrong; the server closes after three). */
+  async auth(token: string): Promise<void> {
+    if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) throw new TypeError('token must be printable bytes without spaces');
+    return this.call('auth', `auth ${token}`);
+  }
+
   // ---- the connection
 
   /** Asks the server to close the connection, after answering what was sent before. */

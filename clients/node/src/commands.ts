@@ -101,6 +101,7 @@ export const DECODERS = {
   'room-lottery': on('room-lottery', { OK: nothing }),
   'stats-room': on('stats-room', { OK: (r) => parseDocument(body(r, 'stats-room'), ROOM_STATS) }),
   'list-rooms': list('list-rooms'),
+  'auth': on('auth', { OK: nothing }),
 };
 
 /** Every command that has a reply (all but `quit`). */

@@ -80,6 +80,13 @@ export class TimedOutError extends RedstalkError {
   constructor(reply = 'TIMED_OUT') { super('TIMED_OUT', reply, `${reply}: no job became ready within the timeout`); }
 }
 
+/** A token is required first (`auth`), or the token given was wrong. */
+export class UnauthorizedError extends RedstalkError {
+  override name = 'UnauthorizedError';
+  declare readonly code: 'UNAUTHORIZED';
+  constructor(reply = 'UNAUTHORIZED') { super('UNAUTHORIZED', reply, `${reply}: send the server's token with auth first`); }
+}
+
 /** `put` or `release` buried the job instead (the server could not queue it). */
 export class BuriedError extends RedstalkError {
   override name = 'BuriedError';
@@ -120,6 +127,7 @@ export const ERROR_CLASSES = {
   DEADLINE_SOON: DeadlineSoonError,
   TIMED_OUT: TimedOutError,
   BURIED: BuriedError,
+  UNAUTHORIZED: UnauthorizedError,
 } as const;
 
 /** The error a reply stands for; an UnexpectedReplyError for a word that is no error. */

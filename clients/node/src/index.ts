@@ -2,7 +2,7 @@
 export { Client, connect, DEFAULT_PRIORITY, DEFAULT_TTR, type ConnectOptions, type PutOptions, type ReleaseOptions, type RoomConfig } from './client.js';
 export { DECODERS, type Check, type CommandName, type Entry, type Job, type Result, type Waiting } from './commands.js';
 export {
-  BadFormatError, BuriedError, ConnectionError, DeadlineSoonError, DrainingError, ERROR_CLASSES, errorFor, ExpectedCrlfError,
+  BadFormatError, BuriedError, UnauthorizedError, ConnectionError, DeadlineSoonError, DrainingError, ERROR_CLASSES, errorFor, ExpectedCrlfError,
   InternalError, JobTooBigError, NotFoundError, NotIgnoredError, OutOfMemoryError, RedstalkError, TimedOutError,
   UnexpectedReplyError, UnknownCommandError,
 } from './errors.js';

@@ -115,7 +115,7 @@ describe('protocol/commands.json', () => {
         enter: () => c.enter('r', 'u'), check: () => c.check('r', 'u'), leave: () => c.leave('r', 'u'),
         roomConfig: () => c.roomConfig('r', { capacity: 1, checkinTimeout: 2, participantTimeout: 3, grace: 4 }),
         roomRate: () => c.roomRate('r', 1), pauseRoom: () => c.pauseRoom('r', true), roomLottery: () => c.roomLottery('r', 1),
-        statsRoom: () => c.statsRoom('r'), listRooms: () => c.listRooms(), quit: () => c.quit(),
+        statsRoom: () => c.statsRoom('r'), listRooms: () => c.listRooms(), auth: () => c.auth('t0ken'), quit: () => c.quit(),
       };
       // quit last: it ends the connection.
       const commands = [...spec.commands.filter((x) => x.name !== 'quit'), ...spec.commands.filter((x) => x.name === 'quit')];
