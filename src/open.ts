@@ -14,6 +14,7 @@ export interface OpenSidecar { sidecar: Sidecar; backend: RedisBackend; http: Op
 export async function openSidecar(config: Config, log: Logger, listener?: Listener): Promise<OpenSidecar> {
   const backend = new RedisBackend({
     url: config.redisUrl, prefix: config.prefix, timeoutMs: config.redisTimeoutMs, maxJobSize: config.maxJobSize, log,
+    minReplicas: { count: config.minReplicas, timeoutMs: config.minReplicas > 0 ? config.minReplicasTimeoutMs : 0 },
     roomDefaults: {
       capacity: config.roomCapacity, checkinTimeout: config.roomCheckinTimeout,
       participantTimeout: config.roomParticipantTimeout, grace: config.roomGrace,

@@ -17,6 +17,8 @@ export interface RedisBackendOptions {
   timeoutMs: number;
   /** The biggest job a command may carry (-z): the store must be able to hold it, and calls get time to move it. */
   maxJobSize: number;
+  /** Writes are done once this many replicas have them (WAIT, within timeoutMs); 0: once the primary has them. */
+  minReplicas: { count: number; timeoutMs: number };
   roomDefaults: RoomSettings;
   log: Logger;
 }
@@ -43,13 +45,15 @@ export class RedisBackend implements Backend {
   constructor(private readonly options: RedisBackendOptions) {
     const { log } = options;
     this.layout = new Layout(options.prefix);
-    this.redis = connectRedis(options.url, commandLinkOptions(options.timeoutMs + transferMs(options.maxJobSize)));
+    // A call may wait for replicas (WAIT) on top of moving the biggest job.
+    const callMs = options.timeoutMs + transferMs(options.maxJobSize) + options.minReplicas.timeoutMs;
+    this.redis = connectRedis(options.url, commandLinkOptions(callMs));
     this.redis.on('error', (err) => log.warn({ err }, 'redis error'));
     this.subscriber = connectRedis(options.url, { lazyConnect: true, retryStrategy: reconnectDelay });
     this.subscriber.on('error', (err) => log.warn({ err }, 'redis subscriber error'));
     const scripts = bindScripts(this.redis);
     const keys = this.layout.keys(0);
-    this.jobs = new RedisJobStore(this.redis, scripts.jobs, keys);
+    this.jobs = new RedisJobStore(this.redis, scripts.jobs, keys, options.minReplicas);
     this.rooms = new RedisRoomStore(scripts.rooms, keys, options.roomDefaults);
   }
 

@@ -1,4 +1,6 @@
 // The ioredis clients: `redis://` / `rediss://` URLs name one server;
+// `redis-sentinel://[:password@]h1:p1,h2:p2[/db][?master=NAME]` names the
+// Sentinels that know the current primary (followed through failovers);
 // `redis-cluster://h1:p1,h2:p2` names seed nodes of a Redis Cluster (every
 // key of a script shares one hash tag, so each script runs on the node
 // owning that slot). And the mapping of Redis errors to store errors.
@@ -7,13 +9,48 @@ import { StoreError } from '../errors.js';
 
 export type RedisClient = Redis | Cluster;
 
-export function connectRedis(url: string, options: RedisOptions): RedisClient {
-  const cluster = /^redis-cluster:\/\/(.+)$/.exec(url);
-  if (!cluster) return new Redis(url, options);
-  const seeds = cluster[1]!.split(',').map((hostPort) => {
+function hostPorts(list: string, defaultPort: number): Array<{ host: string; port: number }> {
+  return list.split(',').map((hostPort) => {
     const [host, port] = hostPort.split(':');
-    return { host: host!, port: Number(port ?? 6379) };
+    return { host: host!, port: Number(port || defaultPort) };
   });
+}
+
+/**
+ * `redis-sentinel://[:password@]host1[:port1][,host2[:port2]...][/db][?master=NAME]`
+ * (asynq's form; the password is the primary's and, unless
+ * `sentinelPassword` is given, the Sentinels' too; master defaults to mymaster).
+ */
+export function sentinelOptions(url: string): RedisOptions {
+  const m = /^redis-sentinel:\/\/(?:(?:([^:@/]*):)?([^@/]*)@)?([^/?]+)(?:\/(\d+))?(?:\?(.*))?$/.exec(url);
+  if (!m) throw new Error('not a redis-sentinel:// URL (redis-sentinel://[:password@]host1[:port1][,host2[:port2]...][/db][?master=NAME])');
+  const query = new URLSearchParams(m[5] ?? '');
+  const password = m[2] ? decodeURIComponent(m[2]) : undefined;
+  const options: RedisOptions = {
+    sentinels: hostPorts(m[3]!, 26379),
+    name: query.get('master') ?? 'mymaster',
+    db: Number(m[4] ?? 0),
+  };
+  if (m[1]) options.username = decodeURIComponent(m[1]);
+  if (password) options.password = password;
+  const sentinelPassword = query.get('sentinelPassword') ?? password;
+  if (sentinelPassword) options.sentinelPassword = sentinelPassword;
+  return options;
+}
+
+/**
+ * A primary demoted by a failover answers writes READONLY: reconnect (through
+ * the Sentinels, to the new primary) and send the command again.
+ */
+function reconnectOnReadonly(err: Error): 2 | false {
+  return err.message.startsWith('READONLY') ? 2 : false;
+}
+
+export function connectRedis(url: string, options: RedisOptions): RedisClient {
+  if (url.startsWith('redis-sentinel://')) return new Redis({ ...options, ...sentinelOptions(url), reconnectOnError: reconnectOnReadonly });
+  const cluster = /^redis-cluster:\/\/(.+)$/.exec(url);
+  if (!cluster) return new Redis(url, { ...options, reconnectOnError: reconnectOnReadonly });
+  const seeds = hostPorts(cluster[1]!, 6379);
   const { lazyConnect, enableOfflineQueue, ...redisOptions } = options;
   return new Cluster(seeds, { lazyConnect, enableOfflineQueue, redisOptions, clusterRetryStrategy: options.retryStrategy as (n: number) => number });
 }

@@ -6,7 +6,7 @@ import type { JobInfo, JobState, JobStore, JobTotals, NodeSnapshot, PeekState, P
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { decodeBatch, encodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
-import { isStoreFull, type StoreError } from '../errors.js';
+import { isStoreFull, StoreError } from '../errors.js';
 import type { BoundScript } from './scripts.js';
 
 /** peekJob.lua's reply without the body (includes/jobs.lua job_reply), in order. */
@@ -39,7 +39,21 @@ export class RedisJobStore implements JobStore {
     private readonly redis: RedisClient,
     private readonly scripts: ReadonlyMap<string, BoundScript>,
     private readonly keys: ShardKeys,
+    /** Writes count as done only once this many replicas have them (WAIT), within timeoutMs. */
+    private readonly replicas: { count: number; timeoutMs: number } = { count: 0, timeoutMs: 0 },
   ) {}
+
+  /**
+   * --min-replicas: one WAIT after a call that wrote. Fewer replicas in time
+   * means the writes may vanish in a failover: the outcome is unknown, and
+   * no reply may claim it.
+   */
+  private async replicated(): Promise<void> {
+    const { count, timeoutMs } = this.replicas;
+    if (count === 0) return;
+    const acks = (await mapped(this.redis.call('WAIT', count, timeoutMs))) as number;
+    if (acks < count) throw new StoreError('unknown', `only ${acks} of ${count} replicas had the writes within ${timeoutMs} ms`);
+  }
 
   /** Calls a job script with the 9 global keys, then 5 keys per tube, then args. */
   private run(name: string, tubes: readonly string[], args: Args, buffers = false): Promise<unknown> {
@@ -81,16 +95,21 @@ export class RedisJobStore implements JobStore {
    */
   async apply(ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>> {
     const growing = ops.some(grows);
-    if (!growing) return this.applyAs('batchAllowOom', ops);
-    try {
-      return await this.applyAs('batch', ops);
-    } catch (err) {
-      if (!isStoreFull(err)) throw err;
-      const rest = ops.filter((op) => !grows(op));
-      const results = rest.length > 0 ? await this.applyAs('batchAllowOom', rest) : [];
-      let k = 0;
-      return ops.map((op) => (grows(op) ? (err as StoreError) : results[k++]!));
+    let results: Array<OpResult | StoreError>;
+    if (!growing) results = await this.applyAs('batchAllowOom', ops);
+    else {
+      try {
+        results = await this.applyAs('batch', ops);
+      } catch (err) {
+        if (!isStoreFull(err)) throw err;
+        const rest = ops.filter((op) => !grows(op));
+        const applied = rest.length > 0 ? await this.applyAs('batchAllowOom', rest) : [];
+        let k = 0;
+        results = ops.map((op) => (grows(op) ? (err as StoreError) : applied[k++]!));
+      }
     }
+    await this.replicated();
+    return results;
   }
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
@@ -120,6 +139,7 @@ export class RedisJobStore implements JobStore {
   async reserveJob(owner: string, id: string, tube: string): Promise<ReservedJob | null> {
     const r = (await this.run('reserveJob', [tube], [owner, id, tube], true)) as unknown[];
     if (r[0] === 0) return null;
+    await this.replicated();
     return { id, tube, ttr: r[2] as number, body: r[3] as Buffer };
   }
 
@@ -134,11 +154,14 @@ export class RedisJobStore implements JobStore {
       mode = used;
       if (n < step) break;
     }
+    if (kicked > 0) await this.replicated();
     return kicked;
   }
 
   async kickJob(id: string, tube: string): Promise<boolean> {
-    return (await this.run('kickJob', [tube], [this.keys.events, id, tube])) === 1;
+    const kicked = (await this.run('kickJob', [tube], [this.keys.events, id, tube])) === 1;
+    if (kicked) await this.replicated();
+    return kicked;
   }
 
   async releaseOwned(owner: string, jobs: Iterable<readonly [string, string]>): Promise<number> {
@@ -161,7 +184,9 @@ export class RedisJobStore implements JobStore {
   }
 
   async pauseTube(tube: string, delaySeconds: number): Promise<boolean> {
-    return (await this.run('pauseTube', [tube], [this.keys.events, delaySeconds, tube])) === 1;
+    const paused = (await this.run('pauseTube', [tube], [this.keys.events, delaySeconds, tube])) === 1;
+    if (paused) await this.replicated();
+    return paused;
   }
 
   async peekJob(id: string): Promise<PeekedJob | null> {
