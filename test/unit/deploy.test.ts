@@ -93,7 +93,8 @@ describe('deploy/k8s/sidecar.yaml', () => {
 
   it('passes flags and variables the command line accepts, and probes the endpoint it serves', () => {
     for (const e of sidecar.env) expect(KNOWN_ENV, e.name).toContain(e.name);
-    const env = Object.fromEntries(sidecar.env.map((e) => [e.name, e.value ?? 'redis://redis.example:6379']));
+    const secret = (name: string) => (name === 'REDSTALK_REDIS_URL' ? 'redis-sentinel://:pw@sentinel-0:26379,sentinel-1:26379?master=mymaster' : 'token-from-a-secret');
+    const env = Object.fromEntries(sidecar.env.map((e) => [e.name, e.value ?? secret(e.name)]));
     expect(sidecar.args[0]).toBe('serve');
     const config = configCheck(sidecar.args.slice(1), env);
     const http = portOf(config.http);
