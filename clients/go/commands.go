@@ -244,6 +244,29 @@ func (c *Conn) PauseTube(ctx context.Context, tube string, delay time.Duration) 
 	return err
 }
 
+// maxToken is the longest token auth can send: a command line is at most 224
+// bytes, "auth " and "\r\n" included.
+const maxToken = 224 - len("auth ") - len("\r\n")
+
+// Auth gives the server's token (redstalk's --auth-token). A server with a token
+// answers every other command ErrUnauthorized until it gets the right one; a wrong
+// token is ErrUnauthorized too, and the server closes the connection after three.
+// A server without a token accepts any. A token that is empty, longer than 217
+// bytes, or not printable ASCII without spaces is refused unsent with ErrBadFormat
+// (the error does not show the token).
+func (c *Conn) Auth(ctx context.Context, token string) error {
+	if len(token) == 0 || len(token) > maxToken {
+		return fmt.Errorf("%w: auth token of %d bytes, not 1..%d (not sent)", ErrBadFormat, len(token), maxToken)
+	}
+	for i := 0; i < len(token); i++ {
+		if token[i] < 0x21 || token[i] > 0x7e {
+			return fmt.Errorf("%w: auth token is not printable ASCII without spaces (not sent)", ErrBadFormat)
+		}
+	}
+	_, err := c.expect(ctx, command("auth").name(token).end(), "OK")
+	return err
+}
+
 // Quit asks the server to close the connection and waits until it has, then
 // closes the Conn. Jobs the connection had reserved go back to ready.
 func (c *Conn) Quit(ctx context.Context) error {

@@ -28,6 +28,7 @@ var (
 	ErrDeadlineSoon   = &ReplyError{"DEADLINE_SOON"}   // a job reserved by this connection is in its last second
 	ErrTimedOut       = &ReplyError{"TIMED_OUT"}       // a reserve's timeout passed with no job
 	ErrBuried         = &ReplyError{"BURIED"}          // put or release buried the job; the error is a *BuriedError
+	ErrUnauthorized   = &ReplyError{"UNAUTHORIZED"}    // auth first (the server has a token), or auth's token was wrong
 )
 
 var replyErrors = map[string]*ReplyError{}
@@ -35,7 +36,7 @@ var replyErrors = map[string]*ReplyError{}
 func init() {
 	for _, e := range []*ReplyError{ErrBadFormat, ErrUnknownCommand, ErrOutOfMemory, ErrInternalError,
 		ErrDraining, ErrNotFound, ErrNotIgnored, ErrJobTooBig, ErrExpectedCRLF, ErrDeadlineSoon,
-		ErrTimedOut, ErrBuried} {
+		ErrTimedOut, ErrBuried, ErrUnauthorized} {
 		replyErrors[e.Word] = e
 	}
 }

@@ -70,6 +70,10 @@ type Worker struct {
 	Addr    string  // host:port of redstalk
 	Handler Handler // required
 
+	// AuthToken, if set, is sent with auth before anything else (for a redstalk
+	// started with a token); a wrong one makes Run return ErrUnauthorized.
+	AuthToken string
+
 	Tubes          []string      // tubes to watch; default ["default"]
 	Prefetch       int           // jobs reserved ahead of the handlers, at most; default 16 (reserve-many takes <= 1000 at once)
 	Concurrency    int           // handlers running at once; default 1
@@ -133,7 +137,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	c, err := DialContext(ctx, opts.Addr)
 	if err == nil {
 		defer c.Close()
-		err = watchOnly(ctx, c, opts.Tubes)
+		if opts.AuthToken != "" {
+			err = c.Auth(ctx, opts.AuthToken)
+		}
+		if err == nil {
+			err = watchOnly(ctx, c, opts.Tubes)
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil { // stopped while starting

@@ -8,6 +8,18 @@ import validateSettings from './validate.generated.js';
 interface SchemaError { instancePath: string; message?: string }
 const validate = validateSettings as ((data: unknown) => boolean) & { errors?: SchemaError[] | null };
 
+/** Secrets in a Redis URL are never printed. */
+function maskUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+/** A setting's value as messages and `config check` show it: secrets masked. */
+export function shown(name: string, value: unknown): unknown {
+  if (name === 'authToken') return value ? '***' : '';
+  if (name === 'redisUrl' && typeof value === 'string') return maskUrl(value);
+  return value;
+}
+
 export class ConfigError extends Error {
   override get name(): string { return 'ConfigError'; }
 }
@@ -36,7 +48,7 @@ export function checkConfig(values: Partial<Record<string, unknown>>, sources: S
   if (!validate(merged)) {
     const why = (validate.errors ?? []).map((e) => {
       const name = e.instancePath.slice(1);
-      return `${name} ${e.message} (got ${JSON.stringify(merged[name])})${origin(name, sources)}`;
+      return `${name} ${e.message} (got ${JSON.stringify(shown(name, merged[name]))})${origin(name, sources)}`;
     });
     throw new ConfigError(`invalid configuration: ${why.join('; ')}`);
   }

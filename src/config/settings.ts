@@ -65,7 +65,8 @@ export const SETTINGS = {
   tlsCert: text('--tls-cert <file>', '', {}, 'serve TLS on the TCP listener with this certificate (PEM; with --tls-key)'),
   tlsKey: text('--tls-key <file>', '', {}, 'the private key of --tls-cert (PEM)'),
   tlsCa: text('--tls-ca <file>', '', {}, 'require client certificates signed by these CAs (mutual TLS; PEM)'),
-  authToken: text('--auth-token <token>', '', { pattern: '^[\\x21-\\x7e]*$' },
+  // `auth <token>\r\n` must fit a command line (224 bytes): 217 bytes at most.
+  authToken: text('--auth-token <token>', '', { pattern: '^[\\x21-\\x7e]{0,217}$' },
     'clients must send `auth <token>` before any other command (prefer REDSTALK_AUTH_TOKEN or --auth-token-file: a flag shows in ps)'),
   authTokenFile: text('--auth-token-file <file>', '', {}, 'read the auth token from this file (its first line)'),
   maxConnections: integer('--max-connections <n>', 0, 0, 1_000_000, 'connections over this many are closed at once (0: no limit)'),

@@ -40,6 +40,7 @@ function authDigest(config: SidecarConfig): Buffer | null {
       throw new Error(`cannot read the auth token file ${config.authTokenFile}: ${(err as Error).message}`);
     }
     if (!token) throw new Error(`the auth token file ${config.authTokenFile} is empty`);
+    if (!/^[\x21-\x7e]{1,217}$/.test(token)) throw new Error(`the auth token in ${config.authTokenFile} must be 1 to 217 printable bytes without spaces (auth <token> fits a 224-byte line)`);
   }
   return token ? tokenDigest(token) : null;
 }

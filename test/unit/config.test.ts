@@ -68,6 +68,12 @@ describe('the settings table', () => {
     expect(warnings).toEqual([expect.stringMatching(/^REDSTALK_PROT is not a setting \(ignored\)/)]);
   });
 
+  it('never shows a secret in an error: a bad auth token or a Redis URL with a password is masked', () => {
+    expect(() => checkConfig({ authToken: 'has space secret' })).toThrow(/authToken must match .* \(got "\*\*\*"\)/);
+    expect(() => checkConfig({ authToken: 'has space secret' })).not.toThrow(/secret/);
+    expect(() => checkConfig({ redisUrl: 'http://:hunter2@h:1' })).toThrow(/\(got "http:\/\/\*\*\*@h:1"\)/);
+  });
+
   it('clamps -z to 1 GiB with a warning, as beanstalkd', () => {
     const { config, warnings } = checkConfig({ maxJobSize: 2 ** 31 });
     expect(config.maxJobSize).toBe(2 ** 30);

@@ -17,6 +17,7 @@ from .errors import (
     OutOfMemory,
     RedstalkError,
     TimedOut,
+    Unauthorized,
     UnexpectedReply,
     UnknownCommand,
 )
@@ -29,6 +30,6 @@ __all__ = [
     "AsyncClient", "BadFormat", "Buried", "Client", "Connection", "ConnectionClosed", "DEFAULT_PORT",
     "DEFAULT_PRIORITY", "DEFAULT_TTR", "DeadlineSoon", "Draining", "ExpectedCrlf", "InternalError", "Job",
     "JobTooBig", "NotFound", "NotIgnored", "OutOfMemory", "Pipeline", "RedstalkError", "Reply", "ReplyReader",
-    "RoomState", "RoomStatus", "Stats", "TimedOut", "UnexpectedReply", "UnknownCommand", "Worker",
+    "RoomState", "RoomStatus", "Stats", "TimedOut", "Unauthorized", "UnexpectedReply", "UnknownCommand", "Worker",
     "backoff_delay", "parse_yaml_dict", "parse_yaml_list",
 ]

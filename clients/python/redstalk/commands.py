@@ -170,6 +170,18 @@ def _name(name: str) -> bytes:
     return name.encode("ascii")
 
 
+# A command line is at most 224 bytes with its CRLF: "auth " + token + CRLF.
+MAX_TOKEN = 224 - len("auth ") - len(CRLF)
+_TOKEN = re.compile(r"[!-~]{1,%d}" % MAX_TOKEN)
+
+
+def _token(token: str) -> bytes:
+    # The message leaves the token out: it is a secret.
+    if not isinstance(token, str) or not _TOKEN.fullmatch(token):
+        raise ValueError(f"an auth token is 1 to {MAX_TOKEN} printable ASCII characters without spaces")
+    return token.encode("ascii")
+
+
 def _line(word: str, *args: bytes | int) -> bytes:
     """A command line: args are names checked by _name, or integers (a str is refused)."""
     return b" ".join([word.encode(), *(a if isinstance(a, bytes) else b"%d" % operator.index(a) for a in args)])
@@ -314,6 +326,14 @@ class Commands:
 
     def list_rooms(self) -> list[str]:
         return self._call(Request(b"list-rooms", _list))
+
+    # Authentication (redstalk extension)
+
+    def auth(self, token: str) -> None:
+        """Give the server's token (`--auth-token`); until then a server that has one answers
+        every command Unauthorized. Raises Unauthorized for a wrong token; the server closes
+        the connection after three. A server without a token accepts any."""
+        return self._call(Request(_line("auth", _token(token)), _none("OK")))
 
     # Anything else
 

@@ -61,6 +61,13 @@ class TimedOut(RedstalkError):
     word = "TIMED_OUT"
 
 
+class Unauthorized(RedstalkError):
+    """redstalk: the server wants `auth <token>` first, or the token given was wrong
+    (after three wrong tokens the server closes the connection)."""
+
+    word = "UNAUTHORIZED"
+
+
 class Buried(RedstalkError):
     """`put` or `release` ended with the job buried (the server could not grow its queue)."""
 
@@ -93,6 +100,7 @@ ERRORS: dict[str, type[RedstalkError]] = {
         ExpectedCrlf,
         DeadlineSoon,
         TimedOut,
+        Unauthorized,
     )
 }
 """Error words that mean the same whatever the command (BURIED depends on it: see Buried)."""

@@ -55,7 +55,8 @@ class Worker:
 
     prefetch: jobs taken per reserve-many (1: plain reserve-with-timeout, which beanstalkd
     has too). concurrency: handlers running at once (1: in order). reserve_timeout: seconds a
-    reserve waits, so also how soon an idle worker notices stop()."""
+    reserve waits, so also how soon an idle worker notices stop(). auth_token: sent with
+    `auth` first, for a redstalk started with a token."""
 
     def __init__(
         self,
@@ -71,11 +72,13 @@ class Worker:
         backoff_max: float = 300.0,
         reserve_timeout: int = 1,
         connect_timeout: float = 5.0,
+        auth_token: str | None = None,
     ) -> None:
         if prefetch < 1 or concurrency < 1 or max_attempts < 1:
             raise ValueError("prefetch, concurrency and max_attempts are at least 1")
         self.handler = handler
         self.host, self.port, self.connect_timeout = host, port, connect_timeout
+        self.auth_token = auth_token
         self.tubes = list(tubes)
         self.prefetch, self.concurrency, self.max_attempts = prefetch, concurrency, max_attempts
         self.backoff_base, self.backoff_max = backoff_base, backoff_max
@@ -133,6 +136,8 @@ class Worker:
                 signal.signal(sig, handler)
 
     def _watch(self, client: Client) -> None:
+        if self.auth_token is not None:
+            client.auth(self.auth_token)
         for tube in self.tubes:
             client.watch(tube)
         if "default" not in self.tubes:

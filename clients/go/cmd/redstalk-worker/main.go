@@ -6,7 +6,9 @@
 // non-zero exit fails the job), or, without -exec, accepted as it is. For every
 // job it deletes it prints `done <id> <body>` on stdout; releases, buries and
 // errors go to stderr. It stops gracefully on SIGTERM or SIGINT, or after
-// -idle-exit without a job, and then exits 0.
+// -idle-exit without a job, and then exits 0. With $REDSTALK_AUTH_TOKEN set it
+// authenticates with that token first (a token is kept out of the flags, which
+// other users can see in ps).
 package main
 
 import (
@@ -55,6 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	w.Addr, w.Tubes = *addr, strings.Split(*tubes, ",")
+	w.AuthToken = os.Getenv("REDSTALK_AUTH_TOKEN")
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -116,3 +116,33 @@ func TestExecAndSignalStop(t *testing.T) {
 		t.Fatalf("bad flag: exit %d", code)
 	}
 }
+
+// Not parallel: t.Setenv. The token comes from the environment, never a flag.
+func TestAuthTokenFromEnvironment(t *testing.T) {
+	const token = "env-Token_7"
+	s, err := testserver.StartSidecar(redis.URL(), testserver.UniquePrefix(), "--auth-token", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	c, err := redstalk.Dial(s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Auth(context.Background(), token); err != nil {
+		t.Fatal(err)
+	}
+	put(t, c, "default", "secret work")
+
+	t.Setenv("REDSTALK_AUTH_TOKEN", "")
+	code, _, errOut := runFor(t, context.Background(), "-addr", s.Addr, "-idle-exit", "500ms")
+	if code != 1 || !strings.Contains(errOut, "UNAUTHORIZED") {
+		t.Fatalf("without a token: exit %d, stderr %q", code, errOut)
+	}
+	t.Setenv("REDSTALK_AUTH_TOKEN", token)
+	code, out, errOut := runFor(t, context.Background(), "-addr", s.Addr, "-idle-exit", "500ms")
+	if code != 0 || errOut != "" || !strings.Contains(out, " secret work\n") {
+		t.Fatalf("with the token: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
