@@ -20,6 +20,8 @@ export interface Scenario {
   backlog?: boolean;
   /** redstalk sidecars on the one Redis, clients spread across them. */
   sidecars?: number;
+  /** redstalk's Redis gets a local replica, and the sidecars --min-replicas 1 (beanstalkd has no replication). */
+  replica?: boolean;
   /** The scenario this one is compared with, target by target. */
   baseline?: string;
 }
@@ -30,6 +32,8 @@ export const SCENARIOS: Scenario[] = [
   { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog' },
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
   { name: 'mixed-2-sidecars', workload: 'mixed', persistence: 'everysec', pipelined: false, sidecars: 2, baseline: 'mixed', what: 'mixed, clients split across two sidecars on one Redis (beanstalkd: one server), compared with mixed' },
+  { name: 'put-min-replicas', workload: 'put', persistence: 'everysec', pipelined: false, replica: true, baseline: 'put', what: 'put, with a local replica and --min-replicas 1 (a WAIT per batch), compared with put' },
+  { name: 'mixed-min-replicas', workload: 'mixed', persistence: 'everysec', pipelined: false, replica: true, baseline: 'mixed', what: 'mixed, with a local replica and --min-replicas 1, compared with mixed' },
   { name: 'put-fsync-always', workload: 'put', persistence: 'always', pipelined: false, what: 'all clients put; appendfsync always vs -b -f 0' },
   { name: 'put-memory', workload: 'put', persistence: 'memory', pipelined: false, what: 'all clients put; no AOF vs in-memory beanstalkd' },
   { name: 'put-pipelined', workload: 'put', persistence: 'memory', pipelined: true, what: 'all clients put, pipelined; no AOF vs in-memory beanstalkd' },
@@ -111,7 +115,7 @@ async function jobsLeft(port: number): Promise<number> {
 }
 
 export async function measure(scenario: Scenario, target: Target, round: number, settings: Settings): Promise<Measurement> {
-  const server = await startTarget(target, scenario.persistence, target === 'redstalk' ? scenario.sidecars : 1);
+  const server = await startTarget(target, scenario.persistence, target === 'redstalk' ? scenario.sidecars : 1, scenario.replica === true);
   process.stderr.write(`== ${scenario.name} on ${target} (round ${round}): ${server.commands.join(' + ')}\n`);
   try {
     return await measureOn(server, scenario, target, round, settings);

@@ -90,21 +90,29 @@ const BEANSTALKD_PERSISTENCE: Record<Persistence, (dir: string) => string[]> = {
   memory: () => [],
 };
 
-async function startRedstalk(persistence: Persistence, sidecars: number): Promise<RunningTarget> {
+async function startRedstalk(persistence: Persistence, sidecars: number, replica: boolean): Promise<RunningTarget> {
   const dir = tempDir('redis');
   const redisPort = await freePort();
-  const redis = await launch('redis-server', [
-    '--port', String(redisPort), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
+  const redisArgs = (port: number, folder: string) => [
+    '--port', String(port), '--bind', '127.0.0.1', '--dir', folder, '--save', '',
     ...REDIS_PERSISTENCE[persistence], '--maxmemory-policy', 'noeviction', '--daemonize', 'no', '--loglevel', 'warning',
-  ], redisPort);
+  ];
+  const redis = await launch('redis-server', redisArgs(redisPort, dir), redisPort);
   const started: Launched[] = [];
+  const replicaFlags: string[] = [];
+  if (replica) {
+    const replicaPort = await freePort();
+    started.push(await launch('redis-server', [...redisArgs(replicaPort, tempDir('replica')), '--replicaof', '127.0.0.1', String(redisPort)], replicaPort));
+    await replicaInSync(redisPort);
+    replicaFlags.push('--min-replicas', '1');
+  }
   const ports: number[] = [];
   try {
     for (let i = 0; i < sidecars; i++) {
       const port = await freePort();
       started.push(await launch(process.execPath, [
         '--import', 'tsx', 'src/cli.ts', '--redis', `redis://127.0.0.1:${redisPort}`,
-        '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...SIDECAR_FLAGS,
+        '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...replicaFlags, ...SIDECAR_FLAGS,
       ], port));
       ports.push(port);
     }
@@ -125,6 +133,21 @@ async function startRedstalk(persistence: Persistence, sidecars: number): Promis
   };
 }
 
+/** Waits until the replica of the Redis at `port` has everything (WAIT 1 answers 1). */
+async function replicaInSync(port: number): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const admin = new Redis(port, '127.0.0.1');
+  try {
+    for (let i = 0; i < 100; i++) {
+      if ((await admin.call('WAIT', 1, 200)) === 1) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('the replica never caught up');
+  } finally {
+    admin.disconnect();
+  }
+}
+
 async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget> {
   const dir = tempDir('binlog');
   const port = await freePort();
@@ -140,8 +163,8 @@ async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget>
 }
 
 /** A fresh server (empty, private data folder) for one measurement. */
-export function startTarget(target: Target, persistence: Persistence, sidecars = 1): Promise<RunningTarget> {
-  return target === 'redstalk' ? startRedstalk(persistence, sidecars) : startBeanstalkd(persistence);
+export function startTarget(target: Target, persistence: Persistence, sidecars = 1, replica = false): Promise<RunningTarget> {
+  return target === 'redstalk' ? startRedstalk(persistence, sidecars, replica) : startBeanstalkd(persistence);
 }
 
 /** Stops whatever is still running and removes the data folders: for Ctrl-C and errors. */

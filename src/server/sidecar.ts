@@ -214,17 +214,32 @@ export class Sidecar implements ConnectionHost {
   }
 
   /**
-   * Everything `owner` holds goes back, found in the store: tried until the
-   * store answers (it is likely down or stalled when this is needed).
+   * Everything `owner` holds goes back, found in the store (for a connection
+   * closed with an unknown outcome: it may hold jobs it was never told of).
    */
   private giveBackAll(owner: string): void {
+    this.untilStored(() => this.backend.jobs.releaseHeldBy(owner), owner, 'handed back the jobs of a connection closed with an unknown outcome');
+  }
+
+  private giveBack(owner: string, jobs: ReadonlyArray<Pick<ReservedJob, 'id' | 'tube'>>): void {
+    const held = jobs.map((j) => [j.id, j.tube] as const);
+    this.untilStored(() => this.backend.jobs.releaseOwned(owner, held), owner, 'handed back the jobs of a closed connection');
+  }
+
+  /**
+   * Reservations go back as soon as the store answers: tried again, with a
+   * growing pause, while it is down or stalled (until this sidecar stops; then
+   * the TTR hands them back).
+   */
+  private untilStored(release: () => Promise<number>, owner: string, done: string): void {
     const attempt = async (): Promise<void> => {
-      for (let delay = 100; !this.stopping; delay = Math.min(delay * 2, 2000)) {
+      for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
         try {
-          const n = await this.backend.jobs.releaseHeldBy(owner);
-          if (n > 0) this.log.info({ owner, jobs: n }, 'handed back the jobs of a connection closed with an unknown outcome');
+          const n = await release();
+          if (n > 0) this.log.debug({ owner, jobs: n }, done);
           return;
-        } catch {
+        } catch (err) {
+          if (this.stopping) throw err;
           await new Promise((r) => setTimeout(r, delay));
         }
       }
@@ -232,9 +247,6 @@ export class Sidecar implements ConnectionHost {
     this.background.track(attempt(), 'give back jobs');
   }
 
-  private giveBack(owner: string, jobs: ReadonlyArray<Pick<ReservedJob, 'id' | 'tube'>>): void {
-    this.background.track(this.backend.jobs.releaseOwned(owner, jobs.map((j) => [j.id, j.tube] as const)), 'give back jobs');
-  }
 
   // ---- lifetime ----
 

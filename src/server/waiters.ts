@@ -121,7 +121,12 @@ export class Waiters implements ReadyListener {
     const w = this.bySession.get(session);
     if (!w) return;
     if (w.state === State.Idle) this.finish(w);
-    else { w.state = State.Done; this.remove(w); }
+    else {
+      // The attempt in flight gives back whatever it reserved when it returns (it finds the waiter gone).
+      w.state = State.Done;
+      this.remove(w);
+      w.resolve();
+    }
   }
 
   private poke(w: Waiter): void {

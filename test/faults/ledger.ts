@@ -211,17 +211,18 @@ export function account(fault: string, ledger: Ledger, ttrSec: number): Omit<Rep
 // ---------------------------------------------------------------- tables
 
 export const COLUMNS = ['fault', 'acked', 'delivered', 'lost', 'dup', 'errors-that-took-effect', 'recover ms'] as const;
-const WIDTHS = [22, 7, 9, 5, 16, 34, 10];
+const WIDTHS = [22, 6, 9, 4, 16, 40, 10];
 
 const fmtCounts = (r: Record<string, number>) => {
   const parts = Object.entries(r).map(([k, v]) => `${k}×${v}`);
   return parts.length ? parts.join(' ') : '0';
 };
 
+/** `n/errors (WORD×k)`, then the puts whose connection closed before the reply: `, no reply m/all`. */
 export function tookEffectCell(r: Report): string {
   const n = Object.values(r.tookEffect).reduce((s, v) => s + v, 0);
   const errors = Object.values(r.errorReplies).reduce((s, v) => s + v, 0);
-  return n ? `${n} (${fmtCounts(r.tookEffect)}) of ${errors}` : `0 of ${errors}`;
+  return `${n}/${errors}${n ? ` (${fmtCounts(r.tookEffect)})` : ''}${r.noReply ? `, no reply ${r.noReplyTookEffect}/${r.noReply}` : ''}`;
 }
 
 export function dupCell(r: Report): string {

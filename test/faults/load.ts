@@ -32,7 +32,7 @@ export const FULL = process.env.FAULTS_FULL === '1' || process.env.FAULTS_FULL =
 
 export const SIZES: Sizes = FULL
   ? { producers: 8, workers: 12, window: 4, rate: 150, preMs: 5000, postMs: 8000, drainMs: 60_000 }
-  : { producers: 3, workers: 4, window: 2, rate: 100, preMs: 1500, postMs: 1500, drainMs: 25_000 };
+  : { producers: 3, workers: 4, window: 2, rate: 100, preMs: 2000, postMs: 2000, drainMs: 25_000 };
 
 /** A sidecar the clients may talk to. */
 export interface Endpoint { name: string; port: number; alive(): boolean }
@@ -342,9 +342,26 @@ export async function runLoad(opts: RunOptions): Promise<RunResult> {
   const flags: Flags = { stopProducers: false, stopWorkers: false, workersGo: !opts.workersFromFault };
   const links: Link[] = [];
   const notes: string[] = [];
+
+  // Every loop here ends by these flags; should the run itself not get to set them
+  // (an exception, the test's timeout), this timer does.
+  const stopAll = () => { flags.stopProducers = true; flags.stopWorkers = true; };
+  const hardStop = setTimeout(stopAll, sizes.preMs + sizes.postMs + opts.ttrSec * 1000 + sizes.drainMs + 180_000);
+  hardStop.unref();
+  try {
+    return await runPhases(opts, sizes, run, ledger, flags, links, notes);
+  } catch (e) {
+    stopAll();
+    throw e;
+  } finally {
+    clearTimeout(hardStop);
+    for (const l of links) l.close();
+  }
+}
+
+async function runPhases(opts: RunOptions, sizes: Sizes, run: string, ledger: Ledger, flags: Flags, links: Link[], notes: string[]): Promise<RunResult> {
   let faultStart = 0;
   let faultEnd = 0;
-
   const producers = Array.from({ length: sizes.producers }, (_, p) => producer(p, run, opts, sizes, ledger, flags, links));
   const workers = Array.from({ length: sizes.workers }, (_, n) => worker(n, opts, ledger, flags, links));
 
@@ -360,10 +377,14 @@ export async function runLoad(opts: RunOptions): Promise<RunResult> {
   };
   try {
     await opts.inject(ctl);
-  } finally {
-    if (!faultStart) ctl.start();
-    if (!faultEnd) ctl.end();
+  } catch (e) {
+    flags.stopProducers = true;
+    flags.stopWorkers = true;
+    await Promise.allSettled([...producers, ...workers]);
+    throw e;
   }
+  if (!faultStart) ctl.start();
+  if (!faultEnd) ctl.end();
   await sleep(sizes.postMs);
   flags.stopProducers = true;
   await Promise.all(producers);

@@ -188,10 +188,14 @@ export class SpawnedSidecar {
 
 // ---------------------------------------------------------------- network
 
-/** A TCP proxy to a Redis port: cut() drops every link and refuses new ones until restore(). */
+/**
+ * A TCP proxy to a Redis port: cut() drops every link and refuses new ones until
+ * restore(); muteReplies() lets commands through to Redis but drops its replies.
+ */
 export class CuttableProxy {
   private readonly links = new Set<net.Socket>();
   private cutOff = false;
+  private muted = false;
   port = 0;
   cuts = 0;
   refused = 0;
@@ -234,8 +238,11 @@ export class CuttableProxy {
     client.once('close', end);
     upstream.once('close', end);
     client.pipe(upstream);
-    upstream.pipe(client);
+    upstream.on('data', (d: Buffer) => { if (!this.muted) client.write(d); });
   }
+
+  /** Redis still gets every command (and runs it); the sidecar hears nothing back. */
+  muteReplies(): void { this.muted = true; }
 
   /** Resets every link (both ways) and refuses new connections. */
   cut(): void {
@@ -245,7 +252,7 @@ export class CuttableProxy {
     this.links.clear();
   }
 
-  restore(): void { this.cutOff = false; }
+  restore(): void { this.cutOff = false; this.muted = false; }
 
   async close(): Promise<void> {
     this.cut();

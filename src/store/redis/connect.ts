@@ -84,8 +84,12 @@ export function storeError(err: unknown): StoreError {
   const message = err instanceof Error ? err.message : String(err);
   // Redis refuses a script that may write while over maxmemory: "OOM command not allowed ...".
   if (message.startsWith('OOM')) return new StoreError('full', message);
-  // ioredis: the command was written but no reply came in time, or the link closed with it in flight.
-  if (message === 'Command timed out' || message === 'Connection is closed.') return new StoreError('unknown', message);
+  // ioredis: the command was written but no reply came in time, or the link closed with it in flight
+  // (with maxRetriesPerRequest 0, a command in flight on a link that breaks is not sent again).
+  const name = err instanceof Error ? err.name : '';
+  if (message === 'Command timed out' || message === 'Connection is closed.' || name === 'MaxRetriesPerRequestError') {
+    return new StoreError('unknown', message);
+  }
   return new StoreError('failed', message);
 }
 
