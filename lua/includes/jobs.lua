@@ -223,21 +223,24 @@ local function job_reply(id, j, now)
            fmt_int(time_left), j[F_RESERVES], j[F_TIMEOUTS], j[F_RELEASES], j[F_BURIES], j[F_KICKS] }
 end
 
+-- A delayed job of tube T (its tube-delayed member m) becomes ready; false when it is gone.
+local function promote(T, m)
+  local id = member_id(m)
+  local j, body = load_job(id)
+  if not j then return false end
+  leave_delayed(T, id)
+  enter_ready(T, id, j)
+  save_job(id, j, body)
+  return true
+end
+
 -- Due delayed jobs of one tube become ready. Returns how many moved.
 local function promote_delayed(T, now, limit)
   local due = redis.call('ZRANGEBYSCORE', T.delayed, '-inf', now, 'LIMIT', 0, limit)
   local moved = 0
   for _, m in ipairs(due) do
-    local id = member_id(m)
-    local j, body = load_job(id)
-    if j then
-      leave_delayed(T, id)
-      enter_ready(T, id, j)
-      save_job(id, j, body)
-      moved = moved + 1
-    else
-      redis.call('ZREM', T.delayed, m) -- stale member of a job that is gone
-    end
+    if promote(T, m) then moved = moved + 1
+    else redis.call('ZREM', T.delayed, m) end -- stale member of a job that is gone
   end
   return moved
 end

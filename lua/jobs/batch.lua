@@ -118,7 +118,7 @@ local expired, promoted_all, promoted, pause_until = false, false, {}, {}
 local index_of = {}
 for i, T in ipairs(Ts) do index_of[T.name] = i end
 
-local function promote(tis)
+local function tidy(tis)
   if not expired then
     expire_reservations(by_name, now, 100, {})
     expired = true
@@ -131,17 +131,10 @@ local function promote(tis)
       end
     end
   elseif not promoted_all then
+    -- Global members end with the tube's name; member_id reads only the id before it.
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 1000)) do
       local T = by_name[member_tube(m)]
-      if T then
-        local id = member_id(m)
-        local j, body = load_job(id)
-        if j then
-          leave_delayed(T, id)
-          enter_ready(T, id, j)
-          save_job(id, j, body)
-        end
-      end
+      if T then promote(T, m) end
     end
     promoted_all = true
   end
@@ -201,7 +194,7 @@ local function wake_after(tis, look, watched)
 end
 
 local function reserve(owner, n, tis)
-  promote(tis)
+  tidy(tis)
   local look, watched = to_look_at(tis)
   local taken = {}
   while #taken < 4 * n do
