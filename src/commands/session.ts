@@ -46,6 +46,8 @@ export interface Session {
   /** quit: send what is pending, then close. */
   quit(): void;
 
+  /** The client shut its writing side: a reserve can wait for nothing (TIMED_OUT, as beanstalkd). */
+  readonly halfClosed: boolean;
   /** Whether this connection may run commands (always, unless a token is configured and not yet given). */
   readonly authorized: boolean;
   authorize(): void;

@@ -240,7 +240,8 @@ export class Connection implements Session, BodyFraming {
       if (Buffer.isBuffer(held)) this.answer(held);
       else this.track(this.host.dispatcher.command(this, held));
       this.pump();
-    } else if (wasThrottled && !this.throttled()) {
+    } else if ((wasThrottled && !this.throttled()) || (this.eof && this.inFlight === 0)) {
+      // (At EOF, the last answer is what lets the connection close.)
       this.pump();
     }
   }
@@ -364,6 +365,8 @@ export class Connection implements Session, BodyFraming {
   }
 
   authorize(): void { this.authorized = true; }
+
+  get halfClosed(): boolean { return this.eof; }
 
   authFailed(): number { return ++this.authFailures; }
 

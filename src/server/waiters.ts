@@ -81,7 +81,8 @@ export class Waiters implements ReadyListener {
       const soonest = session.soonestDeadline(now);
       if (soonest - SAFETY_MARGIN_MS <= now) w.outcome = 'deadline';
       else if (soonest !== Infinity) this.at(w, soonest - SAFETY_MARGIN_MS - now, 'deadline');
-      if (timeoutSec === 0) w.outcome = w.outcome ?? 'timeout';
+      // A client that half-closed cannot wait: one look, then TIMED_OUT (beanstalkd answers each such reserve).
+      if (timeoutSec === 0 || session.halfClosed) w.outcome = w.outcome ?? 'timeout';
       else if (timeoutSec !== null) this.at(w, timeoutSec * 1000, 'timeout');
       this.bySession.set(session, w);
       for (const t of w.tubes) {
