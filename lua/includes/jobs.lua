@@ -85,24 +85,35 @@ local function fmt_int(n)
   return string.format('%.0f', n)
 end
 
--- The counts of all tubes' ready (and urgent) and buried jobs, moved with
--- every ZADD and ZREM of a ready or buried set (by what Redis says it changed).
-local function count_ready(added, pri)
-  if added == 0 then return end
-  redis.call('HINCRBY', K_STATS, 'jobs-ready', added)
-  if pri <= URGENT then redis.call('HINCRBY', K_STATS, 'jobs-urgent', added) end
+-- The counts of all tubes' ready (and urgent) and buried jobs, and the set
+-- of tubes with ready jobs, follow every ZADD and ZREM of a ready or buried
+-- set (by what Redis says it changed). They are summed here and written once,
+-- by flush_counts() at the end of every script that moves jobs.
+local moved_ready, moved_urgent, moved_buried, touched = 0, 0, 0, {}
+
+local function count_ready(T, n, pri)
+  moved_ready = moved_ready + n
+  if pri <= URGENT then moved_urgent = moved_urgent + n end
+  touched[T.name] = T
 end
 
 local function unready(T, m, pri)
   local removed = redis.call('ZREM', T.ready, m)
-  if removed == 0 then return end
-  count_ready(-removed, pri)
-  if redis.call('ZCARD', T.ready) == 0 then redis.call('SREM', K_READY, T.name) end
+  if removed > 0 then count_ready(T, -removed, pri) end
 end
 
 local function unbury(T, m)
-  local removed = redis.call('ZREM', T.buried, m)
-  if removed > 0 then redis.call('HINCRBY', K_STATS, 'jobs-buried', -removed) end
+  moved_buried = moved_buried - redis.call('ZREM', T.buried, m)
+end
+
+local function flush_counts()
+  if moved_ready ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-ready', moved_ready) end
+  if moved_urgent ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-urgent', moved_urgent) end
+  if moved_buried ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-buried', moved_buried) end
+  for name, T in pairs(touched) do
+    if redis.call('ZCARD', T.ready) > 0 then redis.call('SADD', K_READY, name) else redis.call('SREM', K_READY, name) end
+  end
+  moved_ready, moved_urgent, moved_buried, touched = 0, 0, 0, {}
 end
 
 -- The state helpers below take T, a tube's keys with its name (tube_keys).
@@ -112,9 +123,7 @@ local function enter_ready(T, id, j)
   j[F_DUE] = 0
   j[F_OWNER] = ''
   local added = redis.call('ZADD', T.ready, j[F_PRI], member(id))
-  if added == 0 then return end
-  count_ready(added, j[F_PRI])
-  redis.call('SADD', K_READY, T.name)
+  if added > 0 then count_ready(T, added, j[F_PRI]) end
 end
 
 local function enter_delayed(T, id, j, now, delay_s)
@@ -160,8 +169,7 @@ local function enter_buried(T, id, j)
   j[F_DUE] = 0
   j[F_OWNER] = ''
   -- Buried jobs are a FIFO: score by a per-tube counter.
-  local added = redis.call('ZADD', T.buried, redis.call('HINCRBY', T.meta, 'bury-seq', 1), member(id))
-  if added > 0 then redis.call('HINCRBY', K_STATS, 'jobs-buried', added) end
+  moved_buried = moved_buried + redis.call('ZADD', T.buried, redis.call('HINCRBY', T.meta, 'bury-seq', 1), member(id))
 end
 
 -- Wakes blocked reserves on every sidecar: "<count> <tube>".

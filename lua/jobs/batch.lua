@@ -154,11 +154,17 @@ local function to_look_at(tis)
   if #tis <= FEW_TUBES then return tis end
   local watched = {}
   for _, ti in ipairs(tis) do watched[ti] = true end
-  local look = {}
-  for _, name in ipairs(redis.call('SMEMBERS', K_READY)) do
+  -- ready-tubes, and the tubes this call has moved jobs of (written to ready-tubes at its end).
+  local look, seen = {}, {}
+  local function consider(name)
     local ti = index_of[name]
-    if ti and watched[ti] then look[#look + 1] = ti end
+    if ti and watched[ti] and not seen[ti] then
+      seen[ti] = true
+      look[#look + 1] = ti
+    end
   end
+  for _, name in ipairs(redis.call('SMEMBERS', K_READY)) do consider(name) end
+  for name in pairs(touched) do consider(name) end
   return look, watched
 end
 
@@ -269,4 +275,5 @@ for i, T in ipairs(Ts) do
   total = total + inserted[i]
 end
 if total > 0 then redis.call('HINCRBY', K_STATS, 'total-jobs', total) end
+flush_counts()
 return results

@@ -28,4 +28,5 @@ for _, key in ipairs({ K_DELAYED, K_RESERVED }) do
   end
 end
 if next_due >= 0 then next_due = math.max(0, next_due - now) end
+flush_counts()
 return { total, next_due }

@@ -58,6 +58,16 @@ describe('Redis job store', () => {
     redis.disconnect();
   });
 
+  it('lets a reserve over more than 64 tubes take a job put earlier in the same call', async () => {
+    const { redis, store } = openStore();
+    const none = () => {};
+    const tubes = Array.from({ length: 100 }, (_, i) => `w${i}`);
+    const [, got] = await store.apply([jobOps.put(null, none, 'w77', 0, 0, 60, Buffer.from('x')), jobOps.reserve(null, none, 'o', tubes, 5)]);
+    expect(got).toMatchObject([{ id: '1', tube: 'w77' }]);
+    await expectTotalsAddUp(store);
+    redis.disconnect();
+  });
+
   it('keeps the totals of every state equal to the sums over all tubes, whatever moves the jobs (200 random ops)', async () => {
     const { redis, store } = openStore();
     const none = () => {};
@@ -67,14 +77,16 @@ describe('Redis job store', () => {
     for (let i = 0; i < 200; i++) {
       const t = tubes[rand(3)]!;
       const id = String(1 + rand(40));
-      const op = rand(9);
+      const op = rand(11);
       if (op < 3) await store.apply([jobOps.put(null, none, t, rand(2) ? 10 : 2000, rand(4) === 0 ? 1 : 0, 60, Buffer.from('x'))]);
       else if (op === 3) await store.apply([jobOps.reserve(null, none, 'o', tubes, 1 + rand(3))]);
       else if (op === 4) await store.apply([jobOps.delete(null, none, 'o', id, (await store.jobTube(id)) ?? t)]);
       else if (op === 5) await store.apply([jobOps.bury(null, none, 'o', id, (await store.jobTube(id)) ?? t, rand(2000))]);
       else if (op === 6) await store.apply([jobOps.release(null, none, 'o', id, (await store.jobTube(id)) ?? t, rand(2000), 0)]);
       else if (op === 7) await store.kick(t, 1 + rand(3));
-      else await store.releaseHeldBy('o');
+      else if (op === 8) await store.releaseHeldBy('o');
+      else if (op === 9) await store.reserveJob('o', id, (await store.jobTube(id)) ?? t);
+      else await store.kickJob(id, (await store.jobTube(id)) ?? t);
     }
     await new Promise((r) => setTimeout(r, 1100));
     await store.promoteDue(1000);
