@@ -12,7 +12,7 @@ export const GENERATED_PATH = path.resolve(path.dirname(fileURLToPath(import.met
 
 const ARG_TS: Record<string, string> = {
   u32: 'number', seconds: 'number', timeout: 'number', 'lenient-u32': 'number',
-  u64: 'string', tube: 'string', 'tube-lenient': 'string', name: 'string',
+  u64: 'string', tube: 'string', 'tube-lenient': 'string', name: 'string', token: 'string',
 };
 const FIELD_TS: Record<FieldType, string> = { integer: 'number', id: 'string', string: 'string', boolean: 'boolean', decimal: 'string' };
 
