@@ -42,7 +42,7 @@ describe(`a batch call of ${BATCH} ops`, () => {
   bench('encode: puts, one tube', () => { encodeBatch(puts, keys); });
   bench('encode: puts, deletes and reserves over 8 tubes', () => { encodeBatch(mixed, keys); });
   const putReply = puts.map((_, i) => Buffer.from(String(i + 1)));
-  bench('decode: put ids', () => { decodeBatch(puts, putReply, ['default']); });
+  bench('decode: put ids', () => { decodeBatch(puts, putReply); });
 });
 
 describe('replies', () => {

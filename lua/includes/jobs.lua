@@ -49,6 +49,15 @@ local function tube_keys(i)
   return { meta = KEYS[b + 1], ready = KEYS[b + 2], delayed = KEYS[b + 3], buried = KEYS[b + 4], refs = KEYS[b + 5] }
 end
 
+-- A tube's keys derived from its name, as src/store/layout.ts builds them
+-- (ShardKeys.tube), for a reserve over more tubes than travel in KEYS. They
+-- share the hash tag of the globals, so they live in the same slot.
+local TAG = string.sub(KEYS[1], 1, -6) -- KEYS[1] is <tag>:jobs
+local function tube_named(name)
+  local base = TAG .. ':tube:' .. name
+  return { name = name, meta = base, ready = base .. ':ready', delayed = base .. ':delayed', buried = base .. ':buried', refs = base .. ':refs' }
+end
+
 -- Job record fields, by index in the msgpack array. The counters come last
 -- and trailing zeros are not stored: a fresh job's metadata is ~20 bytes.
 local F_PRI, F_DELAY, F_TTR, F_STATE, F_CREATED, F_DUE, F_OWNER, F_TUBE,

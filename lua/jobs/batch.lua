@@ -16,9 +16,12 @@
           'r' owner id t pri delay    release                  -> 1 | 0
           'b' owner id t pri          bury                     -> 1 | 0
           't' owner id t              touch                    -> ttr s | 0
-          'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, t, ...}
+          'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...}
                                       from k tubes               (4 values a job, 1..n jobs)
                                       | ms until something may become reservable, or -1
+          'w' owner n names           the same from the tubes named (one argument, names
+                                      apart by spaces), not passed in KEYS (a connection
+                                      watching many: see reserve below)
   Delete, release, bury and touch act only on a job that is not reserved, or
   reserved by `owner` (delete), or reserved by `owner` (the others). Reserve
   takes the most urgent ready jobs (lowest pri, then lowest id) of the tubes
@@ -107,79 +110,84 @@ local function touch(owner, id, ti)
   return j[F_TTR]
 end
 
--- A reserve over at most this many tubes looks at each of them; over more
--- (a connection may watch thousands), only at those in ready-tubes, and it
--- finds due delayed jobs in the global delayed zset: its cost follows the
--- tubes that have jobs, not the tubes watched.
-local FEW_TUBES = 64
+-- Reserve 'v' names its tubes by index: every one has its keys in KEYS, and
+-- the reserve looks at each. Reserve 'w' (a connection watching more tubes
+-- than the sidecar sends keys for: thousands) names them in ARGV: it looks
+-- only at those with ready jobs (ready-tubes), finds due delayed jobs in the
+-- global delayed zset, and derives the keys of the few it touches
+-- (tube_named): its cost follows the tubes that have jobs, not those watched.
 
 -- Housekeeping for reserves, once per batch (and once per tube looked at).
-local expired, promoted_all, promoted, pause_until = false, false, {}, {}
-local index_of = {}
-for i, T in ipairs(Ts) do index_of[T.name] = i end
+local expired, promoted_all, promoted, pause_until, named = false, false, {}, {}, {}
 
-local function tidy(tis)
+-- A tube's keys: from this call's KEYS, or derived from its name.
+local function tube_for(name)
+  local T = by_name[name] or named[name]
+  if not T then
+    T = tube_named(name)
+    named[name] = T
+  end
+  return T
+end
+
+local function tidy(tubes, watched)
   if not expired then
     expire_reservations(by_name, now, 100, {})
     expired = true
   end
-  if #tis <= FEW_TUBES then
-    for _, ti in ipairs(tis) do
-      if not promoted[ti] then
-        promote_delayed(Ts[ti], now, 1000)
-        promoted[ti] = true
+  if not watched then
+    for _, T in ipairs(tubes) do
+      if not promoted[T.name] then
+        promote_delayed(T, now, 1000)
+        promoted[T.name] = true
       end
     end
   elseif not promoted_all then
     -- Global members end with the tube's name; member_id reads only the id before it.
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 1000)) do
-      local T = by_name[member_tube(m)]
-      if T then promote(T, m) end
+      local name = member_tube(m)
+      if by_name[name] or watched[name] then promote(tube_for(name), m) end
     end
     promoted_all = true
   end
 end
 
-local function paused_until(ti)
-  local p = pause_until[ti]
+local function paused_until(T)
+  local p = pause_until[T.name]
   if not p then
-    p = tonumber(redis.call('HGET', Ts[ti].meta, 'pause-until') or '0')
-    pause_until[ti] = p
+    p = tonumber(redis.call('HGET', T.meta, 'pause-until') or '0')
+    pause_until[T.name] = p
   end
   return p
 end
 
--- The tubes a reserve looks at: all of a few, or those of many that have ready jobs.
-local function to_look_at(tis)
-  if #tis <= FEW_TUBES then return tis end
-  local watched = {}
-  for _, ti in ipairs(tis) do watched[ti] = true end
-  -- ready-tubes, and the tubes this call has moved jobs of (written to ready-tubes at its end).
+-- The watched tubes with ready jobs: ready-tubes, and the tubes this call has
+-- moved jobs of (written to ready-tubes at its end).
+local function with_ready_jobs(watched)
   local look, seen = {}, {}
   local function consider(name)
-    local ti = index_of[name]
-    if ti and watched[ti] and not seen[ti] then
-      seen[ti] = true
-      look[#look + 1] = ti
+    if watched[name] and not seen[name] then
+      seen[name] = true
+      look[#look + 1] = tube_for(name)
     end
   end
   for _, name in ipairs(redis.call('SMEMBERS', K_READY)) do consider(name) end
   for name in pairs(touched) do consider(name) end
-  return look, watched
+  return look
 end
 
 -- Nothing now: in how many ms may something become reservable (a delay or a pause ending), or -1.
-local function wake_after(tis, look, watched)
+local function wake_after(tubes, look, watched)
   local wake = -1
   local function wake_at(t)
     if wake < 0 or t < wake then wake = t end
   end
-  for _, ti in ipairs(look) do
-    if paused_until(ti) > now and redis.call('ZCARD', Ts[ti].ready) > 0 then wake_at(paused_until(ti)) end
+  for _, T in ipairs(look) do
+    if paused_until(T) > now and redis.call('ZCARD', T.ready) > 0 then wake_at(paused_until(T)) end
   end
   if not watched then
-    for _, ti in ipairs(tis) do
-      local soonest = redis.call('ZRANGE', Ts[ti].delayed, 0, 0, 'WITHSCORES')
+    for _, T in ipairs(tubes) do
+      local soonest = redis.call('ZRANGE', T.delayed, 0, 0, 'WITHSCORES')
       if soonest[1] then wake_at(tonumber(soonest[2])) end
     end
   else
@@ -187,8 +195,7 @@ local function wake_after(tis, look, watched)
     -- if none is there, look again when the 200th is due.
     local soonest = redis.call('ZRANGE', K_DELAYED, 0, 199, 'WITHSCORES')
     for k = 1, #soonest, 2 do
-      local ti = index_of[member_tube(soonest[k])]
-      if ti and watched[ti] then
+      if watched[member_tube(soonest[k])] then
         wake_at(tonumber(soonest[k + 1]))
         break
       end
@@ -199,25 +206,27 @@ local function wake_after(tis, look, watched)
   return wake - now
 end
 
-local function reserve(owner, n, tis)
-  tidy(tis)
-  local look, watched = to_look_at(tis)
+-- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
+-- tubes of `watched` (a set of names) that have ready jobs.
+local function reserve(owner, n, tubes, watched)
+  tidy(tubes, watched)
+  local look = watched and with_ready_jobs(watched) or tubes
   local taken = {}
   while #taken < 4 * n do
     local best, best_pri, best_member
-    for _, ti in ipairs(look) do
-      if paused_until(ti) <= now then
-        local top = redis.call('ZRANGE', Ts[ti].ready, 0, 0, 'WITHSCORES')
+    for _, T in ipairs(look) do
+      if paused_until(T) <= now then
+        local top = redis.call('ZRANGE', T.ready, 0, 0, 'WITHSCORES')
         if top[1] then
           local pri = tonumber(top[2])
           if not best or pri < best_pri or (pri == best_pri and top[1] < best_member) then
-            best, best_pri, best_member = ti, pri, top[1]
+            best, best_pri, best_member = T, pri, top[1]
           end
         end
       end
     end
     if not best then break end
-    local T = Ts[best]
+    local T = best
     unready(T, best_member, best_pri)
     local id = member_id(best_member)
     local j, body = load_job(id)
@@ -225,11 +234,11 @@ local function reserve(owner, n, tis)
       enter_reserved(T, id, j, now, owner)
       save_job(id, j, body)
       local k = #taken
-      taken[k + 1], taken[k + 2], taken[k + 3], taken[k + 4] = id, j[F_TTR], body, best
+      taken[k + 1], taken[k + 2], taken[k + 3], taken[k + 4] = id, j[F_TTR], body, T.name
     end
   end
   if #taken > 0 then return taken end
-  return wake_after(tis, look, watched)
+  return wake_after(tubes, look, watched)
 end
 
 local results = {}
@@ -256,10 +265,15 @@ while a <= #ARGV do
     r = touch(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]))
     a = a + 4
   elseif op == 'v' then
-    local k, tis = tonumber(ARGV[a + 3]), {}
-    for i = 1, k do tis[i] = tonumber(ARGV[a + 3 + i]) end
-    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tis)
+    local k, tubes = tonumber(ARGV[a + 3]), {}
+    for i = 1, k do tubes[i] = Ts[tonumber(ARGV[a + 3 + i])] end
+    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tubes, nil)
     a = a + 4 + k
+  elseif op == 'w' then
+    local watched = {}
+    for name in string.gmatch(ARGV[a + 3], '%S+') do watched[name] = true end
+    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), {}, watched)
+    a = a + 4
   else
     return redis.error_reply('ERR batch: unknown op ' .. tostring(op))
   end

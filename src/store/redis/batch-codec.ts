@@ -23,7 +23,6 @@ export class TubeIndex {
 export interface EncodedBatch {
   keys: string[];
   args: Array<string | number | Buffer>;
-  tubes: readonly string[];
 }
 
 /** The 9 global keys, then 5 keys per tube: what every job script receives. */
@@ -32,6 +31,14 @@ export function scriptKeys(keys: ShardKeys, tubes: readonly string[]): string[] 
   for (const t of tubes) for (const k of keys.tube(t)) out.push(k);
   return out;
 }
+
+/**
+ * A reserve over more watched tubes than this names them in ARGV (batch.lua's
+ * 'w'), instead of sending each tube's 5 keys: its cost then follows the
+ * tubes that have ready jobs, not the tubes watched.
+ */
+const RESERVE_BY_NAME_ABOVE = 64;
+const RESERVE_BY_NAME = 'w';
 
 export function encodeBatch(ops: readonly AnyJobOp[], keys: ShardKeys): EncodedBatch {
   const tubes = new TubeIndex();
@@ -44,32 +51,36 @@ export function encodeBatch(ops: readonly AnyJobOp[], keys: ShardKeys): EncodedB
       case OpCode.Release: fields.push(OpCode.Release, op.owner, op.id, tubes.of(op.tube), op.pri, op.delay); break;
       case OpCode.Bury: fields.push(OpCode.Bury, op.owner, op.id, tubes.of(op.tube), op.pri); break;
       case OpCode.Reserve:
-        fields.push(OpCode.Reserve, op.owner, op.count, op.tubes.length);
-        for (const t of op.tubes) fields.push(tubes.of(t));
+        // Many watched tubes travel as names (not 5 KEYS each): the script looks only at those with ready jobs.
+        // (Tube names hold no space: one argument carries them all.)
+        if (op.tubes.length > RESERVE_BY_NAME_ABOVE) {
+          fields.push(RESERVE_BY_NAME, op.owner, op.count, op.tubes.join(' '));
+        } else {
+          fields.push(OpCode.Reserve, op.owner, op.count, op.tubes.length);
+          for (const t of op.tubes) fields.push(tubes.of(t));
+        }
         break;
     }
   }
   const names = tubes.names;
   const args: Array<string | number | Buffer> = [keys.events, keys.shards, keys.shard, names.length, ...names];
   for (const f of fields) args.push(f);
-  return { keys: scriptKeys(keys, names), args, tubes: names };
+  return { keys: scriptKeys(keys, names), args };
 }
 
 export function text(v: unknown): string {
   return Buffer.isBuffer(v) ? v.toString('latin1') : String(v);
 }
 
-/** A reserve's jobs, four values each: id, ttr, body, tube index. */
-function reservedJobs(r: readonly unknown[], tubes: readonly string[]): ReservedJob[] {
+/** A reserve's jobs, four values each: id, ttr, body, tube name. */
+function reservedJobs(r: readonly unknown[]): ReservedJob[] {
   const jobs: ReservedJob[] = [];
-  for (let k = 0; k < r.length; k += 4) {
-    jobs.push({ id: text(r[k]), ttr: r[k + 1] as number, body: r[k + 2] as Buffer, tube: tubes[(r[k + 3] as number) - 1]! });
-  }
+  for (let k = 0; k < r.length; k += 4) jobs.push({ id: text(r[k]), ttr: r[k + 1] as number, body: r[k + 2] as Buffer, tube: text(r[k + 3]) });
   return jobs;
 }
 
 /** batch.lua's reply (Buffer mode): one result per op, typed by the op's kind. */
-export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[], tubes: readonly string[]): OpResult[] {
+export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[]): OpResult[] {
   const results: OpResult[] = new Array(ops.length);
   for (let i = 0; i < ops.length; i++) {
     const r = raw[i];
@@ -77,7 +88,7 @@ export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[], t
       case OpCode.Put: case OpCode.BurnId: results[i] = text(r); break;
       case OpCode.Delete: case OpCode.Release: case OpCode.Bury: results[i] = r === 1; break;
       case OpCode.Touch: results[i] = r as number; break;
-      case OpCode.Reserve: results[i] = Array.isArray(r) ? reservedJobs(r, tubes) : (r as number); break;
+      case OpCode.Reserve: results[i] = Array.isArray(r) ? reservedJobs(r) : (r as number); break;
     }
   }
   return results;

@@ -113,9 +113,9 @@ export class RedisJobStore implements JobStore {
   }
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
-    const { keys, args, tubes } = encodeBatch(ops, this.keys);
+    const { keys, args } = encodeBatch(ops, this.keys);
     const raw = (await this.call(script, keys, args, true)) as unknown[];
-    return decodeBatch(ops, raw, tubes);
+    return decodeBatch(ops, raw);
   }
 
   async totals(): Promise<JobTotals> {
