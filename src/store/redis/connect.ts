@@ -30,6 +30,9 @@ export function sentinelOptions(url: string): RedisOptions {
     sentinels: hostPorts(m[3]!, 26379),
     name: query.get('master') ?? 'mymaster',
     db: Number(m[4] ?? 0),
+    // Listen to the Sentinels' +switch-master: after a switchover the old primary
+    // stays up (a primary still, for seconds) and would take writes it then loses.
+    failoverDetector: true,
   };
   if (m[1]) options.username = decodeURIComponent(m[1]);
   if (password) options.password = password;
