@@ -1,12 +1,12 @@
 // `redstalk config check`: the effective settings, each with where it came
 // from, or the error that would stop the sidecar from starting (exit 2).
-import { shown } from '../config/check.js';
-import { envName, SETTING_NAMES, type SettingName } from '../config/settings.js';
+import { visibleConfig } from '../config/check.js';
+import { envName, SETTING_NAMES } from '../config/settings.js';
 import type { LoadedConfig } from '../config/load.js';
 
 
 export function renderConfig({ config, sources, warnings }: LoadedConfig, json: boolean): string {
-  const visible = Object.fromEntries(SETTING_NAMES.map((n) => [n, shown(n, config[n])])) as Record<SettingName, unknown>;
+  const visible = visibleConfig(config);
   if (json) return `${JSON.stringify({ config: visible, sources, warnings }, null, 2)}\n`;
   const width = Math.max(...SETTING_NAMES.map((n) => n.length));
   const lines = SETTING_NAMES.map((n) => {

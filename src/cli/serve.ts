@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/settings.js';
 import { Listener, tlsFilesOf } from '../server/listener.js';
 import type { Sidecar } from '../server/sidecar.js';
-import { shown } from '../config/check.js';
+import { visibleConfig } from '../config/check.js';
 import type { EmbeddedRedis } from './embedded-redis.js';
 
 /** uid and gid of a user, as beanstalkd -u USER ("become user and group"). */
@@ -62,7 +62,7 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   log = createLogger(config.logLevel, config.logFormat);
   log.info({ listen: listener.address }, 'redstalk listening');
   for (const w of warnings) log.warn(w);
-  log.debug({ config: Object.fromEntries(Object.entries(config).map(([k, v]) => [k, shown(k, v)])) }, 'configuration');
+  log.debug({ config: visibleConfig(config) }, 'configuration');
 
   try {
     let redisUrl = config.redisUrl;

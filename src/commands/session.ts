@@ -73,8 +73,6 @@ export interface Services {
   reference(tube: string, use: TubeUse, delta: 1 | -1): Promise<void> | undefined;
   readonly stats: StatsSource;
   readonly maxJobSize: number;
-  /** Whether connections must send `auth <token>` first. */
-  readonly authRequired: boolean;
   /** Whether `token` is the configured one (any token when none is configured). */
   authenticates(token: string): boolean;
   /** beanstalkd's drain mode: puts answer DRAINING. */

@@ -20,6 +20,11 @@ export function shown(name: string, value: unknown): unknown {
   return value;
 }
 
+/** A whole configuration as logs and `config check` show it. */
+export function visibleConfig(config: Config): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, shown(k, v)]));
+}
+
 export class ConfigError extends Error {
   override get name(): string { return 'ConfigError'; }
 }

@@ -125,7 +125,6 @@ export class Sidecar implements ConnectionHost {
     this.authRequired = auth !== null;
     const services: Services = {
       jobs, rooms, stats: this.stats, maxJobSize: config.maxJobSize,
-      authRequired: auth !== null,
       authenticates: (token) => auth === null || tokenMatches(auth, token),
       wait: (s, timeout, many) => this.waiters.wait(s, timeout, many),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
