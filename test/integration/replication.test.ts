@@ -58,6 +58,9 @@ async function replicaInSync(primaryPort: number): Promise<void> {
   const admin = new Redis(primaryPort, '127.0.0.1');
   try {
     for (let i = 0; i < 100; i++) {
+      // A fresh write acknowledged by the replica: it has finished its sync and keeps up (WAIT alone
+      // answers at once for a connection that wrote nothing).
+      await admin.set('replica-probe', String(i));
       if (/connected_slaves:1/.test(await admin.info('replication')) && (await admin.call('WAIT', 1, 200)) === 1) return;
       await new Promise((r) => setTimeout(r, 100));
     }
