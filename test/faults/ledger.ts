@@ -80,7 +80,7 @@ export interface Delivery {
 export interface Bad { id: number; via: string; error: string }
 
 /** A command's reply as one word: the success word, the error word, or `conn:<message>`. */
-export interface OpSample { op: 'put' | 'reserve' | 'delete'; client: string; via: string; sentAt: number; doneAt: number; result: string }
+export interface OpSample { op: 'put' | 'reserve' | 'delete' | 'setup'; client: string; via: string; sentAt: number; doneAt: number; result: string }
 
 export class Ledger {
   readonly attempts = new Map<string, Attempt>();
@@ -88,6 +88,8 @@ export class Ledger {
   readonly corrupt: Bad[] = [];
   readonly idMismatch: Array<{ marker: string; acked: number; delivered: number }> = [];
   readonly ops: OpSample[] = [];
+  /** A client's (re)connection that failed: the connect, or its setup (use / watch / ignore). Kept apart from ops. */
+  readonly setupFailures: OpSample[] = [];
   /** Client-side watchdog: commands that got no reply within the limit (the connection was dropped). */
   stuck = 0;
 

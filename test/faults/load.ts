@@ -86,6 +86,7 @@ class Link {
     private index: number,
     private readonly setup: (c: Client) => Promise<void>,
     private readonly stopped: () => boolean,
+    private readonly ledger?: Ledger,
   ) {}
 
   get(): Promise<Conn | null> {
@@ -99,6 +100,7 @@ class Link {
     while (!this.stopped()) {
       const ep = this.endpoints[this.index % this.endpoints.length]!;
       let client: Client | null = null;
+      const sentAt = now();
       try {
         client = await Client.connect({ port: ep.port, timeoutMs: 2000 });
         await watchdog(client, this.setup(client), 10_000);
@@ -107,7 +109,8 @@ class Link {
         void c.closed.then(() => { if (this.conn?.client === c) this.conn = null; });
         this.errorsInRow = 0;
         return this.conn;
-      } catch {
+      } catch (e) {
+        this.ledger?.setupFailures.push({ op: 'setup', client: this.name, via: ep.name, sentAt, doneAt: now(), result: client ? word(e) : 'connect' });
         if (client) void client.close();
         this.index++;
         await sleep(backoff / 2 + Math.random() * backoff);
@@ -158,7 +161,7 @@ const word = (e: unknown) => (e instanceof RedstalkError ? e.code : e instanceof
 interface Flags { stopProducers: boolean; stopWorkers: boolean; workersGo: boolean }
 
 async function producer(p: number, run: string, opts: RunOptions, sizes: Sizes, ledger: Ledger, flags: Flags, links: Link[]): Promise<void> {
-  const link = new Link(`producer ${p}`, opts.endpoints, p, async (c) => { await c.use(TUBE); }, () => flags.stopProducers);
+  const link = new Link(`producer ${p}`, opts.endpoints, p, async (c) => { await c.use(TUBE); }, () => flags.stopProducers, ledger);
   links.push(link);
   let seq = 0;
   const interval = (1000 * sizes.window) / sizes.rate;
@@ -195,7 +198,7 @@ async function producer(p: number, run: string, opts: RunOptions, sizes: Sizes, 
 }
 
 async function worker(n: number, opts: RunOptions, ledger: Ledger, flags: Flags, links: Link[]): Promise<void> {
-  const link = new Link(`worker ${n}`, opts.endpoints, n, async (c) => { await c.watch(TUBE); await c.ignore('default'); }, () => flags.stopWorkers);
+  const link = new Link(`worker ${n}`, opts.endpoints, n, async (c) => { await c.watch(TUBE); await c.ignore('default'); }, () => flags.stopWorkers, ledger);
   links.push(link);
   while (!flags.workersGo && !flags.stopWorkers) await sleep(20);
   while (!flags.stopWorkers) {

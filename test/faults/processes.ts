@@ -4,7 +4,7 @@
 // between a sidecar and Redis that can cut the link. Every process started here
 // is registered and stopped by its PID (stopAll); nothing touches 127.0.0.1:6379.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,7 +23,7 @@ process.once('exit', () => {
   }
 });
 
-function track(child: ChildProcess): ChildProcess {
+export function track(child: ChildProcess): ChildProcess {
   live.add(child);
   child.once('exit', () => live.delete(child));
   return child;
@@ -32,7 +32,7 @@ function track(child: ChildProcess): ChildProcess {
 const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
 
 /** Sends a signal and waits for the exit (SIGKILL after killAfterMs); resolves to the exit code (null: signal). */
-async function stopChild(child: ChildProcess, signal: NodeJS.Signals, killAfterMs = 10_000): Promise<number | null> {
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals, killAfterMs = 10_000): Promise<number | null> {
   if (!running(child)) return child.exitCode;
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   child.kill(signal);
@@ -46,6 +46,8 @@ async function stopChild(child: ChildProcess, signal: NodeJS.Signals, killAfterM
 
 export class FaultRedis {
   child!: ChildProcess;
+  /** More redis-server arguments, after the fixed ones (e.g. --replicaof); read at every launch. */
+  extraArgs: string[] = [];
   private stopped = false;
 
   private constructor(readonly port: number, readonly dir: string) {}
@@ -54,8 +56,9 @@ export class FaultRedis {
   get pid(): number { return this.child.pid!; }
 
   /** A redis-server on a free loopback port with AOF and `appendfsync always`, in a fresh folder. */
-  static async start(): Promise<FaultRedis> {
+  static async start(extraArgs: string[] = []): Promise<FaultRedis> {
     const redis = new FaultRedis(await freePort(), mkdtempSync(path.join(tmpdir(), 'redstalk-faults-redis-')));
+    redis.extraArgs = extraArgs;
     await redis.launch();
     return redis;
   }
@@ -66,6 +69,7 @@ export class FaultRedis {
       '--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir,
       '--save', '', '--appendonly', 'yes', '--appendfsync', 'always',
       '--maxmemory-policy', 'noeviction', '--daemonize', 'no', '--loglevel', 'warning',
+      ...this.extraArgs,
     ];
     const child = track(spawn('redis-server', args, { stdio: 'ignore' }));
     this.child = child;
@@ -136,6 +140,7 @@ export class SpawnedSidecar {
   static async start(name: string, redisUrl: string, prefix: string, extra: string[] = []): Promise<SpawnedSidecar> {
     const [bin, ...rest] = sidecarCommand();
     const { REDSTALK_CMD: _, ...env } = process.env; // the sidecar would warn about an unknown REDSTALK_ variable
+    if (process.env.FAULTS_SIDECAR_ARGS) extra = [...extra, ...process.env.FAULTS_SIDECAR_ARGS.split(' ').filter(Boolean)];
     const args = [...rest, '-l', '127.0.0.1', '-p', '0', '--redis', redisUrl, '--prefix', prefix, '--log-level', 'info', '--log-format', 'json', ...extra];
     const child = track(spawn(bin!, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
     const s = new SpawnedSidecar(name, child);
@@ -143,7 +148,13 @@ export class SpawnedSidecar {
     let pending = '';
     let listening = false;
     let ready = false;
-    const keep = (d: Buffer) => { s.log = (s.log + d.toString()).slice(-16_384); };
+    // FAULTS_LOG_DIR: every line the sidecar writes also goes to <dir>/<name>-<pid>.log (for a post-mortem).
+    const file = process.env.FAULTS_LOG_DIR ? createWriteStream(path.join(process.env.FAULTS_LOG_DIR, `${name}-${child.pid}.log`)) : null;
+    if (file) child.once('exit', () => file.end());
+    const keep = (d: Buffer) => {
+      s.log = (s.log + d.toString()).slice(-16_384);
+      file?.write(d);
+    };
     child.stderr!.on('data', keep);
     child.stdout!.on('data', (d: Buffer) => {
       keep(d);

@@ -170,7 +170,10 @@ export class RedisJobStore implements JobStore {
     for (const [id, tube] of jobs) pairs.push(id, tubes.of(tube));
     if (pairs.length === 0) return 0;
     const names = tubes.names;
-    return (await this.run('releaseOwned', names, [this.keys.events, owner, names.length, ...names, ...pairs])) as number;
+    const moved = (await this.run('releaseOwned', names, [this.keys.events, owner, names.length, ...names, ...pairs])) as number;
+    // A hand-back a replica does not have is lost in a failover: unconfirmed, it fails, and is tried again (it can be).
+    if (moved > 0) await this.replicated();
+    return moved;
   }
 
   async releaseHeldBy(owner: string): Promise<number> {
