@@ -13,7 +13,7 @@ export interface OpenSidecar { sidecar: Sidecar; backend: RedisBackend; http: Op
 /** `listener`: one the caller opened early (the command line listens first); else the sidecar opens its own. */
 export async function openSidecar(config: Config, log: Logger, listener?: Listener): Promise<OpenSidecar> {
   const backend = new RedisBackend({
-    url: config.redisUrl, prefix: config.prefix, timeoutMs: config.redisTimeoutMs, maxJobSize: config.maxJobSize, log,
+    url: config.redisUrl, prefix: config.prefix, shards: config.shards, timeoutMs: config.redisTimeoutMs, maxJobSize: config.maxJobSize, log,
     minReplicas: { count: config.minReplicas, timeoutMs: config.minReplicas > 0 ? config.minReplicasTimeoutMs : 0 },
     roomDefaults: {
       capacity: config.roomCapacity, checkinTimeout: config.roomCheckinTimeout,

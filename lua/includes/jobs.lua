@@ -181,9 +181,12 @@ local function enter_buried(T, id, j)
   moved_buried = moved_buried + redis.call('ZADD', T.buried, redis.call('HINCRBY', T.meta, 'bury-seq', 1), member(id))
 end
 
--- Wakes blocked reserves on every sidecar: "<count> <tube>".
+-- Wakes blocked reserves on every sidecar: "<count> <tube>". The loader
+-- makes this SPUBLISH on a Redis Cluster (sharded pub/sub: the channel
+-- shares the shard's hash tag, so a wake-up stays on the shard's node).
+local PUBLISH = 'PUBLISH'
 local function notify_ready(channel, tube, count)
-  if count > 0 then redis.call('PUBLISH', channel, count .. ' ' .. tube) end
+  if count > 0 then redis.call(PUBLISH, channel, count .. ' ' .. tube) end
 end
 
 -- The tubes in list-tubes order, kept as beanstalkd keeps its array of

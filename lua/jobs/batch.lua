@@ -19,6 +19,8 @@
           'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...}
                                       from k tubes               (4 values a job, 1..n jobs)
                                       | ms until something may become reservable, or -1
+                                      n = 0: reserve nothing,  -> {pri, created ms} | ms, -1
+                                      name the candidate
           'w' owner n names           the same from the tubes named (one argument, names
                                       apart by spaces), not passed in KEYS (a connection
                                       watching many: see reserve below)
@@ -206,29 +208,50 @@ local function wake_after(tubes, look, watched)
   return wake - now
 end
 
--- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
--- tubes of `watched` (a set of names) that have ready jobs.
-local function reserve(owner, n, tubes, watched)
-  tidy(tubes, watched)
-  local look = watched and with_ready_jobs(watched) or tubes
-  local taken = {}
-  while #taken < 4 * n do
-    local best, best_pri, best_member
-    for _, T in ipairs(look) do
-      if paused_until(T) <= now then
-        local top = redis.call('ZRANGE', T.ready, 0, 0, 'WITHSCORES')
-        if top[1] then
-          local pri = tonumber(top[2])
-          if not best or pri < best_pri or (pri == best_pri and top[1] < best_member) then
-            best, best_pri, best_member = T, pri, top[1]
-          end
+-- The most urgent ready job of the tubes in `look` that are not paused: its
+-- tube, priority and member, or nil.
+local function most_urgent(look)
+  local best, best_pri, best_member
+  for _, T in ipairs(look) do
+    if paused_until(T) <= now then
+      local top = redis.call('ZRANGE', T.ready, 0, 0, 'WITHSCORES')
+      if top[1] then
+        local pri = tonumber(top[2])
+        if not best or pri < best_pri or (pri == best_pri and top[1] < best_member) then
+          best, best_pri, best_member = T, pri, top[1]
         end
       end
     end
-    if not best then break end
-    local T = best
-    unready(T, best_member, best_pri)
-    local id = member_id(best_member)
+  end
+  return best, best_pri, best_member
+end
+
+-- The job a reserve would take, without taking it: {pri, created ms}, or
+-- nil. (A connection watching tubes of several shards asks each shard, then
+-- reserves in the shard of the most urgent: src/server/waiters.ts.)
+local function candidate(look)
+  while true do
+    local T, pri, m = most_urgent(look)
+    if not T then return nil end
+    local j = load_job(member_id(m))
+    if j then return { fmt_int(pri), fmt_int(j[F_CREATED]) } end
+    unready(T, m, pri) -- a stale member of a job that is gone
+  end
+end
+
+-- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
+-- tubes of `watched` (a set of names) that have ready jobs; n = 0 takes
+-- none and names the candidate instead.
+local function reserve(owner, n, tubes, watched)
+  tidy(tubes, watched)
+  local look = watched and with_ready_jobs(watched) or tubes
+  if n == 0 then return candidate(look) or wake_after(tubes, look, watched) end
+  local taken = {}
+  while #taken < 4 * n do
+    local T, pri, m = most_urgent(look)
+    if not T then break end
+    unready(T, m, pri)
+    local id = member_id(m)
     local j, body = load_job(id)
     if j then -- else a stale member of a job that is gone: look again
       enter_reserved(T, id, j, now, owner)

@@ -13,8 +13,8 @@ type JobCommand = 'put' | 'peek' | 'peek-ready' | 'peek-delayed' | 'peek-buried'
 export const jobHandlers: Handlers<JobCommand> = {
   put(s, [pri, delay, ttr], svc, body) {
     // Like beanstalkd, a put that fails here has already used up a job id.
-    if (!body) return s.submit(jobOps.burnId(s, expectedCrlf));
-    if (svc.draining()) return s.submit(jobOps.burnId(s, refusedDraining));
+    if (!body) return s.submit(jobOps.burnId(s, expectedCrlf, s.used));
+    if (svc.draining()) return s.submit(jobOps.burnId(s, refusedDraining, s.used));
     // A ttr of 0 would expire at once; beanstalkd raises it to 1 second.
     s.submit(jobOps.put(s, inserted, s.used, pri, delay, Math.max(1, ttr), body));
   },

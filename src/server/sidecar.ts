@@ -1,5 +1,5 @@
-// One redstalk process, composed: the backend (stores and wake-ups), the
-// batcher, the command dispatcher and its services, the listener and its
+// One redstalk process, composed: the backend (stores and wake-ups), one
+// batcher per shard, the command dispatcher and its services, the listener and its
 // connections, and the background work (promotion timer, presence).
 // Several sidecars on one Redis behave as one server.
 import { randomBytes } from 'node:crypto';
@@ -14,6 +14,7 @@ import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { Batcher, type ApplyBatch } from '../store/batcher.js';
 import type { AnyJobOp, ReservedJob } from '../store/ops.js';
+import { shardOfOp } from '../store/sharded.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
@@ -76,7 +77,8 @@ function timed(instruments: Instruments, apply: ApplyBatch): ApplyBatch {
 export class Sidecar implements ConnectionHost {
   readonly nodeId = randomBytes(8).toString('hex');
   readonly counters = new Counters();
-  readonly batcher: Batcher;
+  /** One per shard, each with its own calls in flight: shards are served in parallel. */
+  readonly batchers: readonly Batcher[];
   readonly dispatcher: Dispatcher;
   readonly instruments: Instruments | null;
   readonly authRequired: boolean;
@@ -102,15 +104,17 @@ export class Sidecar implements ConnectionHost {
     const { jobs, rooms } = backend;
     this.instruments = allOf(log.isLevelEnabled('trace') ? [...instruments, traceLog(log)] : instruments);
     this.background = new Background(log);
-    this.batcher = new Batcher(
-      this.instruments ? timed(this.instruments, (ops) => jobs.apply(ops)) : (ops) => jobs.apply(ops),
+    const timing = this.instruments;
+    this.batchers = backend.shards.map((shard) => new Batcher(
+      timing ? timed(timing, (ops) => shard.apply(ops)) : (ops) => shard.apply(ops),
       { maxOps: config.batchOps, maxBytes: config.batchBytes, maxInFlight: config.batchInFlight },
       (err) => log.error({ err }, 'batched command completion failed (bug)'),
-    );
+    ));
     this.presence = new Presence(this.nodeId, jobs, this.counters, config.heartbeatMs, this.background, log, () => this.dropConnections());
     this.promoter = new Promoter(jobs, log);
     this.waiters = new Waiters({
-      submit: (op) => this.batcher.add(op),
+      submit: (op) => this.submit(op),
+      shardOf: (tube) => backend.shardMap.ofTube(tube),
       waitingChanged: (tubes, delta) => {
         this.counters.waitingDelta(tubes, delta);
         this.presence.statsChanged();
@@ -175,7 +179,7 @@ export class Sidecar implements ConnectionHost {
   // ---- ConnectionHost ----
 
   submit(op: AnyJobOp): void {
-    this.batcher.add(op);
+    this.batchers[shardOfOp(this.backend.shardMap, op)]!.add(op);
   }
 
   dueIn(ms: number): void {
@@ -291,7 +295,7 @@ export class Sidecar implements ConnectionHost {
       c.stopReading();
       this.waiters.cancel(c); // a blocked reserve ends without a reply, as when beanstalkd exits
     }
-    await until(() => this.batcher.pending === 0 && [...this.connections].every((c) => c.idle), deadline);
+    await until(() => this.batchers.every((b) => b.pending === 0) && [...this.connections].every((c) => c.idle), deadline);
     for (const c of [...this.connections]) c.quit();
     this.promoter.stop();
     this.presence.stop();

@@ -5,11 +5,18 @@
 // waiter retries then. Timeouts and DEADLINE_SOON are local timers. Reserve
 // attempts go into the cross-connection batch in FIFO order, so the waiter
 // that came first gets the most urgent job.
+//
+// A waiter watching tubes of several shards first asks each of those shards
+// for its candidate (the job a reserve there would take, taking nothing),
+// then reserves in the shard of the most urgent: lowest priority, then the
+// earliest put. Between the two steps another client may take that job; the
+// reserve then takes that shard's next one, or, if there is none, the waiter
+// looks again at once.
 import type { Session } from '../commands/session.js';
 import { REPLY } from '../protocol/replies.js';
 import { isOutcomeUnknown } from '../store/errors.js';
 import type { ReadyListener } from '../store/job-store.js';
-import { jobOps, type AnyJobOp, type JobOp, type ReservedJob, type ReserveResult } from '../store/ops.js';
+import { jobOps, type AnyJobOp, type Candidate, type CandidateResult, type JobOp, type ReservedJob, type ReserveResult } from '../store/ops.js';
 
 type Outcome = 'timeout' | 'deadline';
 
@@ -24,9 +31,24 @@ const enum State {
   Done,
 }
 
+/** Watched tubes of one shard, in watch order. */
+type ShardTubes = readonly string[];
+
+/** The candidates a multi-shard attempt has heard of so far. */
+interface Survey {
+  pending: number;
+  best: { candidate: Candidate; tubes: ShardTubes } | null;
+  /** The soonest ms until something may become reservable in any shard (-1: none known). */
+  wakeMs: number;
+  failure: Error | null;
+}
+
 interface Waiter {
   readonly session: Session;
   readonly tubes: readonly string[];
+  /** The watched tubes by shard (one entry when they share a shard: the usual case). */
+  readonly shards: readonly ShardTubes[];
+  survey: Survey | null;
   /** reserve-many: the most jobs to take at once; null for reserve (one job, RESERVED). */
   readonly many: number | null;
   state: State;
@@ -42,6 +64,8 @@ interface Waiter {
 /** What the waiters need from the sidecar. */
 export interface WaitersHost {
   submit(op: AnyJobOp): void;
+  /** The shard that holds a tube. */
+  shardOf(tube: string): number;
   waitingChanged(tubes: readonly string[], delta: 1 | -1): void;
   /** Jobs reserved for a connection that is already gone go back at once. */
   giveBack(owner: string, jobs: readonly ReservedJob[]): void;
@@ -74,8 +98,9 @@ export class Waiters implements ReadyListener {
   /** reserve / reserve-with-timeout / reserve-many (timeout in seconds, null = forever); settles once answered. */
   wait(session: Session, timeoutSec: number | null, many: number | null = null): Promise<void> {
     return new Promise<void>((resolve) => {
+      const tubes = [...session.watched];
       const w: Waiter = {
-        session, tubes: [...session.watched], many, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
+        session, tubes, shards: this.byShard(tubes), survey: null, many, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
       };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
@@ -156,13 +181,58 @@ export class Waiters implements ReadyListener {
     this.poke(w);
   }
 
-  private attempt(w: Waiter): void {
-    w.state = State.Attempting;
-    this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, w.many ?? 1));
+  private byShard(tubes: readonly string[]): ShardTubes[] {
+    const groups = new Map<number, string[]>();
+    for (const t of tubes) {
+      const s = this.host.shardOf(t);
+      const group = groups.get(s);
+      if (group) group.push(t);
+      else groups.set(s, [t]);
+    }
+    return [...groups.values()];
   }
 
-  private readonly attempted = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {
+  private attempt(w: Waiter): void {
+    w.state = State.Attempting;
+    if (w.shards.length === 1) {
+      this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, w.many ?? 1));
+      return;
+    }
+    w.survey = { pending: w.shards.length, best: null, wakeMs: -1, failure: null };
+    for (const tubes of w.shards) this.host.submit(jobOps.candidate({ w, tubes }, this.surveyed, tubes));
+  }
+
+  /** One shard's candidate is in; once all are, reserve in the best one's shard. */
+  private readonly surveyed = (op: JobOp<{ w: Waiter; tubes: ShardTubes }, CandidateResult>, r: CandidateResult, err: Error | null): void => {
+    const { w, tubes } = op.ctx;
+    const survey = w.survey!;
+    // A candidate takes nothing: its failure is a failed attempt, never one of unknown outcome.
+    if (err) survey.failure = new Error(err.message);
+    else if (typeof r === 'number') {
+      if (r >= 0 && (survey.wakeMs < 0 || r < survey.wakeMs)) survey.wakeMs = r;
+    } else if (!survey.best || r.pri < survey.best.candidate.pri || (r.pri === survey.best.candidate.pri && r.createdMs < survey.best.candidate.createdMs)) {
+      survey.best = { candidate: r, tubes };
+    }
+    if (--survey.pending > 0) return;
+    w.survey = null;
+    if (w.state === State.Done) return;
+    if (survey.failure) this.settleAttempt(w, survey.wakeMs, survey.failure);
+    else if (!survey.best) this.settleAttempt(w, survey.wakeMs, null);
+    else this.host.submit(jobOps.reserve(w, this.reservedInBest, w.session.owner, survey.best.tubes, w.many ?? 1));
+  };
+
+  /** The best shard's reserve: nothing there any more (taken meanwhile) means look again now. */
+  private readonly reservedInBest = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {
     const w = op.ctx;
+    if (!err && typeof r === 'number' && w.state === State.Attempting) this.attempt(w);
+    else this.settleAttempt(w, r, err);
+  };
+
+  private readonly attempted = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {
+    this.settleAttempt(op.ctx, r, err);
+  };
+
+  private settleAttempt(w: Waiter, r: ReserveResult, err: Error | null): void {
     const again = w.state === State.AttemptAgain;
     const gone = w.state === State.Done;
     if (!gone) w.state = State.Idle;
@@ -199,7 +269,7 @@ export class Waiters implements ReadyListener {
       return;
     }
     if (r >= 0) this.at(w, r + 2, null);
-  };
+  }
 
   private deliver(w: Waiter, jobs: readonly ReservedJob[]): void {
     if (w.many === null) w.session.deliver(jobs[0]!);

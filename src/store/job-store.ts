@@ -78,6 +78,17 @@ export interface JobStore {
   promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }>;
 }
 
+/**
+ * How the data set is split into shards: the shard of a tube (all its jobs
+ * live there) and of a job id. One batch call, and every state change, goes
+ * to one shard.
+ */
+export interface ShardMap {
+  readonly count: number;
+  ofTube(name: string): number;
+  ofId(id: string): number;
+}
+
 /** Wake-ups from the store: jobs became ready somewhere (any sidecar may have caused it). */
 export interface ReadyListener {
   onReady(tube: string, count: number): void;

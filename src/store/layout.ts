@@ -1,15 +1,42 @@
 // Where everything lives in Redis. The data set is split into shards; every
-// key of a shard shares the hash tag `{prefix:shard}`, so each script touches
-// one slot (atomic, and Cluster-safe). A tube and a waiting room live in the
-// shard their name hashes to; a job id tells its shard (id = seq * shards +
-// shard, lua/jobs/batch.lua). With one shard, everything is in `{prefix:0}`.
+// key of a shard shares one hash tag, so each script touches one slot
+// (atomic, and Cluster-safe). A tube and a waiting room live in the shard
+// their name hashes to; a job id tells its shard (id = seq * shards + shard,
+// lua/jobs/batch.lua). With one shard, everything is in `{prefix:0}`.
+import slotOf from 'cluster-key-slot';
+
+/** Redis Cluster's hash slots. */
+const SLOTS = 16384;
+
+/**
+ * The hash tag of shard `shard` of `shards`: `{prefix:shard}`, or if that
+ * tag's slot is not in the shard's own 1/shards of the slot space, the first
+ * `{prefix:shard.k}` whose slot is. A cluster whose primaries own equal runs
+ * of slots (what `redis-cli --cluster create` makes) then holds the same
+ * number of shards on each primary, instead of what 12 random slots give.
+ */
+export function shardTag(prefix: string, shard: number, shards: number): string {
+  const from = Math.floor((shard * SLOTS) / shards);
+  const to = Math.floor(((shard + 1) * SLOTS) / shards);
+  for (let k = 0; ; k++) {
+    const tag = k === 0 ? `${prefix}:${shard}` : `${prefix}:${shard}.${k}`;
+    const slot = slotOf(tag);
+    if (shards === 1 || (slot >= from && slot < to)) return `{${tag}}`;
+  }
+}
 
 export class Layout {
   private readonly shardKeys: ShardKeys[];
+  /** Where the shard count of the data set is recorded: the same key whatever the count. */
+  readonly shardCountKey: string;
+  /** The job sequence of a one-shard data set (one written before the count was recorded has one shard). */
+  readonly oneShardSeqKey: string;
 
   constructor(readonly prefix: string, readonly shards = 1) {
-    if (!Number.isInteger(shards) || shards < 1) throw new RangeError(`shards must be a positive integer, not ${shards}`);
-    this.shardKeys = Array.from({ length: shards }, (_, i) => new ShardKeys(prefix, i, shards));
+    if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) throw new RangeError(`shards must be an integer from 1 to ${MAX_SHARDS}, not ${shards}`);
+    this.shardKeys = Array.from({ length: shards }, (_, i) => new ShardKeys(shardTag(prefix, i, shards), i, shards));
+    this.shardCountKey = `{${prefix}:0}:shards`;
+    this.oneShardSeqKey = `{${prefix}:0}:seq`;
   }
 
   /** The shard of a tube (or a waiting room): a stable hash of its name. */
@@ -60,8 +87,8 @@ export class ShardKeys {
   readonly rooms: string;
   private tubeKeys = new Map<string, readonly string[]>();
 
-  constructor(prefix: string, readonly shard: number, readonly shards: number) {
-    const t = `{${prefix}:${shard}}`;
+  constructor(tag: string, readonly shard: number, readonly shards: number) {
+    const t = tag;
     this.tag = t;
     this.tubes = `${t}:tube-order`;
     this.nodes = `${t}:nodes`;
@@ -99,6 +126,8 @@ export class ShardKeys {
 }
 
 const MAX_CACHED_TUBES = 10_000;
+/** The most shards a data set may have (--shards). */
+export const MAX_SHARDS = 256;
 
 /**
  * The tube a member of the global delayed/reserved zsets names: members are

@@ -3,17 +3,22 @@
 // each kind fixes the type of its result, so completions need no casts.
 
 /** The op kinds (also lua/jobs/batch.lua's op codes). */
-export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v' }
+export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v', Candidate = 'c' }
 
 export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
+
+/** The job a reserve would take in one shard: its priority and when it was put (ms on the store's clock). */
+export interface Candidate { pri: number; createdMs: number }
 
 /**
  * put / burn-id: the new id; delete, release, bury: whether it applied;
  * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the jobs
- * (1 to `count`), or ms until something may become reservable (-1: nothing known).
+ * (1 to `count`), or ms until something may become reservable (-1: nothing
+ * known); candidate: the job a reserve would take, or the same ms.
  */
-export type OpResult = string | boolean | number | ReservedJob[];
+export type OpResult = string | boolean | number | ReservedJob[] | Candidate;
 export type ReserveResult = ReservedJob[] | number;
+export type CandidateResult = Candidate | number;
 
 /** Called once per op, in the order ops were added: with the result, or the error of the whole call. */
 export type Completion<C, R> = (op: JobOp<C, R>, result: R, err: Error | null) => void;
@@ -23,9 +28,9 @@ export interface JobOp<C = unknown, R = OpResult> {
   /** Who reserves / holds the job (sidecar:connection). */
   readonly owner: string;
   readonly id: string;
-  /** put, delete, release, bury, touch: the job's tube. */
+  /** put, burn-id, delete, release, bury, touch: the job's tube (for burn-id, the tube used). */
   readonly tube: string;
-  /** reserve: the watched tubes. */
+  /** reserve, candidate: the watched tubes (of one shard). */
   readonly tubes: readonly string[];
   readonly pri: number;
   readonly delay: number;
@@ -49,9 +54,9 @@ function op<C, R>(code: OpCode, ctx: C, done: Completion<C, R>, owner: string, i
 export const jobOps = {
   put: <C>(ctx: C, done: Completion<C, string>, tube: string, pri: number, delay: number, ttr: number, body: Buffer) =>
     op(OpCode.Put, ctx, done, '', '', tube, NO_TUBES, pri, delay, ttr, body),
-  /** A put that ends in EXPECTED_CRLF or DRAINING still uses up a job id, as in beanstalkd. */
-  burnId: <C>(ctx: C, done: Completion<C, string>) =>
-    op(OpCode.BurnId, ctx, done, '', '', '', NO_TUBES, 0, 0, 0, null),
+  /** A put that ends in EXPECTED_CRLF or DRAINING still uses up a job id (of the used tube's shard), as in beanstalkd. */
+  burnId: <C>(ctx: C, done: Completion<C, string>, tube: string) =>
+    op(OpCode.BurnId, ctx, done, '', '', tube, NO_TUBES, 0, 0, 0, null),
   delete: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string) =>
     op(OpCode.Delete, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
   release: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string, pri: number, delay: number) =>
@@ -62,6 +67,9 @@ export const jobOps = {
     op(OpCode.Touch, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
   reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[], count: number) =>
     op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count),
+  /** What a reserve over these tubes would take, taking nothing (reserve across shards). */
+  candidate: <C>(ctx: C, done: Completion<C, CandidateResult>, tubes: readonly string[]) =>
+    op(OpCode.Candidate, ctx, done, '', '', '', tubes, 0, 0, 0, null, 0),
 };
 
 /**

@@ -9,7 +9,7 @@ import { startInside } from '../helpers/redstalk.js';
 import { yamlMap, type Wire } from '../helpers/wire.js';
 
 const ctx = sidecarPerTest(startInside);
-const batcher = () => ctx.sidecar.sidecar.batcher;
+const batcher = () => ctx.sidecar.sidecar.batchers[0]!;
 
 /** Reads n replies (a RESERVED/FOUND line brings its body with it). */
 async function replies(w: Wire, n: number): Promise<string[]> {

@@ -36,7 +36,7 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
     it('puts jobs with increasing ids, in one call for many, each with its own result', async () => {
       const results = await store.apply([
         jobOps.put(null, none, 't', 0, 0, 60, Buffer.from('a')),
-        jobOps.burnId(null, none),
+        jobOps.burnId(null, none, 'default'),
         jobOps.put(null, none, 't', 0, 0, 60, Buffer.from('b')),
       ]);
       expect(results).toEqual(['1', '2', '3']);

@@ -16,11 +16,12 @@ let server: TestRedis;
 beforeAll(async () => { server = await startRedis(); });
 afterAll(async () => { await server.stop(); });
 
-function openStore(): { redis: Redis; keys: ShardKeys; store: RedisJobStore; scripts: ReturnType<typeof bindScripts> } {
+function openStore(): { redis: Redis; layout: Layout; keys: ShardKeys; store: RedisJobStore; scripts: ReturnType<typeof bindScripts> } {
   const redis = new Redis(server.url);
   const scripts = bindScripts(redis);
-  const keys = new Layout(uniquePrefix()).keys(0);
-  return { redis, keys, scripts, store: new RedisJobStore(redis, scripts.jobs, keys) };
+  const layout = new Layout(uniquePrefix());
+  const keys = layout.keys(0);
+  return { redis, layout, keys, scripts, store: new RedisJobStore(redis, scripts.jobs, keys) };
 }
 
 describeJobStore('Redis', async () => {
@@ -95,12 +96,12 @@ describe('Redis job store', () => {
   });
 
   it('reads positional script replies of the length their field lists give', async () => {
-    const { redis, keys, store, scripts } = openStore();
+    const { redis, layout, keys, store, scripts } = openStore();
     await store.apply([jobOps.put(null, () => {}, 't', 0, 0, 60, Buffer.from('x'))]);
     const call = (name: string, k: readonly string[], ...args: string[]) => scripts.jobs.get(name)!.strings(k.length, ...k, ...args);
     expect(await call('peekJob', keys.globals, '1', '0')).toHaveLength(JOB_INFO_REPLY.length);
     expect(await call('tubeCounts', [...keys.globals, ...keys.tube('t')], 't')).toHaveLength(TUBE_COUNTS_REPLY.length + 2);
-    const rooms = new RedisRoomStore(scripts.rooms, keys, { capacity: 1, checkinTimeout: 30, participantTimeout: 30, grace: 0 });
+    const rooms = new RedisRoomStore(scripts.rooms, layout, { capacity: 1, checkinTimeout: 30, participantTimeout: 30, grace: 0 });
     await rooms.enter('r', 'u');
     const roomKeys = keys.room('r');
     const state = await scripts.rooms.get('state')!.strings(roomKeys.length, ...roomKeys, 'r', '', 1, 30, 30, 0);

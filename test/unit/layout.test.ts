@@ -1,3 +1,4 @@
+import slotOf from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import { Layout, memberTube } from '../../src/store/layout.js';
 
@@ -22,12 +23,28 @@ describe('Layout', () => {
     expect(new Layout('rs', 4).shardOf('emails')).toBe(layout.shardOf('emails'));
     // id = seq * shards + shard
     expect([layout.shardOfId('8'), layout.shardOfId('13'), layout.shardOfId('18446744073709551615')]).toEqual([0, 1, 3]);
-    expect(layout.keys(3).tag).toBe('{rs:3}');
+    expect(layout.keys(3).tag).toMatch(/^\{rs:3(\.\d+)?\}$/);
     expect(() => layout.keys(4)).toThrow(RangeError);
     expect(() => new Layout('rs', 0)).toThrow(RangeError);
   });
 
   it('reads the tube back from a delayed/reserved member', () => {
     expect(memberTube('3123my-tube')).toBe('my-tube');
+  });
+
+  it('chooses shard tags so that each shard owns a slot in its own 1/N of the slot space (an even split of a cluster holds equal numbers)', () => {
+    for (const shards of [2, 3, 4, 12, 16]) {
+      const layout = new Layout('redstalk', shards);
+      const slots = Array.from({ length: shards }, (_, i) => slotOf(layout.keys(i).tag));
+      slots.forEach((slot, i) => {
+        expect(slot).toBeGreaterThanOrEqual(Math.floor((i * 16384) / shards));
+        expect(slot).toBeLessThan(Math.floor(((i + 1) * 16384) / shards));
+      });
+      // Three primaries with equal runs of slots, as redis-cli --cluster create makes them: 12 shards are 4, 4 and 4.
+      if (shards === 12) expect([0, 1, 2].map((p) => slots.filter((s) => Math.floor((s * 3) / 16384) === p).length)).toEqual([4, 4, 4]);
+    }
+    // One shard keeps the tag it always had; the shard count key is the same for every count.
+    expect(new Layout('rs').keys(0).tag).toBe('{rs:0}');
+    expect(new Layout('rs', 7).shardCountKey).toBe(new Layout('rs', 1).shardCountKey);
   });
 });

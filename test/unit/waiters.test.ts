@@ -23,7 +23,7 @@ function fakeSession() {
 describe('waiters with a store that refuses attempts', () => {
   it('keep a blocked reserve waiting through failed attempts, and serve it once the store answers', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {} });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf: () => 0 });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, null);
     const fail = (op: AnyJobOp) => op.done(op, undefined, new StoreError('failed', "Stream isn't writeable"));
@@ -42,7 +42,7 @@ describe('waiters with a store that refuses attempts', () => {
 
   it('end a reserve-with-timeout with TIMED_OUT when its time is up while the store refuses', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {} });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf: () => 0 });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, 0);
     const op = ops.shift()!;
@@ -53,7 +53,7 @@ describe('waiters with a store that refuses attempts', () => {
 
   it('fail the session (which closes it) when an attempt\'s outcome is unknown: a job may have been reserved for it', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {} });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf: () => 0 });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, null);
     const op = ops.shift()!;

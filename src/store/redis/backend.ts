@@ -1,11 +1,14 @@
 // The Redis backend: the command link, the pub/sub link for wake-ups, the
-// scripts (bound once for jobs and rooms), and the stores over them.
+// scripts (bound once for jobs and rooms), and the stores over them: one job
+// store per shard, and the whole data set over them.
+import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Backend } from '../backend.js';
-import type { ReadyListener } from '../job-store.js';
+import type { JobStore, ReadyListener, ShardMap } from '../job-store.js';
 import { Layout } from '../layout.js';
 import type { RoomSettings } from '../room-store.js';
-import { commandLinkOptions, connectRedis, reconnectDelay, type RedisClient } from './connect.js';
+import { ShardedJobStore } from '../sharded.js';
+import { commandLinkOptions, connectRedis, mapped, reconnectDelay, type RedisClient } from './connect.js';
 import { RedisJobStore } from './job-store.js';
 import { RedisRoomStore } from './room-store.js';
 import { bindScripts } from './scripts.js';
@@ -13,6 +16,8 @@ import { bindScripts } from './scripts.js';
 export interface RedisBackendOptions {
   url: string;
   prefix: string;
+  /** Shards of the data set (--shards): fixed when it is created. */
+  shards: number;
   /** Upper bound for any Redis command, so a dead Redis answers INTERNAL_ERROR quickly (before the allowance for big jobs). */
   timeoutMs: number;
   /** The biggest job a command may carry (-z): the store must be able to hold it, and calls get time to move it. */
@@ -36,42 +41,76 @@ export function transferMs(bytes: number): number {
 }
 
 export class RedisBackend implements Backend {
-  readonly jobs: RedisJobStore;
+  readonly jobs: JobStore;
+  readonly shards: readonly RedisJobStore[];
+  readonly shardMap: ShardMap;
   readonly rooms: RedisRoomStore;
   readonly layout: Layout;
   private readonly redis: RedisClient;
   private readonly subscriber: RedisClient;
+  /** On a Redis Cluster, wake-ups travel over sharded pub/sub (SPUBLISH / SSUBSCRIBE). */
+  private readonly sharded: boolean;
 
   constructor(private readonly options: RedisBackendOptions) {
     const { log } = options;
-    this.layout = new Layout(options.prefix);
+    const layout = new Layout(options.prefix, options.shards);
+    this.layout = layout;
+    this.shardMap = { count: layout.shards, ofTube: (name) => layout.shardOf(name), ofId: (id) => layout.shardOfId(id) };
     // A call may wait for replicas (WAIT) on top of moving the biggest job.
     const callMs = options.timeoutMs + transferMs(options.maxJobSize) + options.minReplicas.timeoutMs;
     this.redis = connectRedis(options.url, commandLinkOptions(callMs));
     this.redis.on('error', (err) => log.warn({ err }, 'redis error'));
-    this.subscriber = connectRedis(options.url, { lazyConnect: true, retryStrategy: reconnectDelay });
+    this.sharded = this.redis instanceof Cluster;
+    this.subscriber = connectRedis(options.url, { lazyConnect: true, retryStrategy: reconnectDelay }, { shardedSubscribers: this.sharded });
     this.subscriber.on('error', (err) => log.warn({ err }, 'redis subscriber error'));
-    const scripts = bindScripts(this.redis);
-    const keys = this.layout.keys(0);
-    this.jobs = new RedisJobStore(this.redis, scripts.jobs, keys, options.minReplicas);
-    this.rooms = new RedisRoomStore(scripts.rooms, keys, options.roomDefaults);
+    const scripts = bindScripts(this.redis, { shardedPubSub: this.sharded });
+    this.shards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.redis, scripts.jobs, layout.keys(i), options.minReplicas));
+    this.jobs = layout.shards === 1 ? this.shards[0]! : new ShardedJobStore(this.shards, this.shardMap);
+    this.rooms = new RedisRoomStore(scripts.rooms, layout, options.roomDefaults);
   }
 
   async open(listener: ReadyListener): Promise<void> {
     await Promise.all([this.redis.connect(), this.subscriber.connect()]);
     await this.checkJobSize();
-    await this.jobs.upgrade();
+    await this.checkShardCount();
+    for (const shard of this.shards) await shard.upgrade();
     let subscribed = false;
     this.subscriber.on('ready', () => {
       if (subscribed) listener.onResync();
     });
-    // Job scripts PUBLISH "<count> <tube>" when they make jobs ready.
-    this.subscriber.on('message', (_channel: string, message: string) => {
+    // Job scripts PUBLISH (on a cluster, SPUBLISH) "<count> <tube>" when they make jobs ready.
+    const onMessage = (_channel: string, message: string) => {
       const space = message.indexOf(' ');
       listener.onReady(message.slice(space + 1), Number(message.slice(0, space)));
-    });
-    await this.subscriber.subscribe(this.layout.keys(0).events);
+    };
+    const channels = this.shards.map((_, i) => this.layout.keys(i).events);
+    if (this.sharded) {
+      this.subscriber.on('smessage', onMessage);
+      // One SSUBSCRIBE per channel: each goes to the node that owns its slot.
+      for (const channel of channels) await this.subscriber.ssubscribe(channel);
+    } else {
+      this.subscriber.on('message', onMessage);
+      await this.subscriber.subscribe(...channels);
+    }
     subscribed = true;
+  }
+
+  /**
+   * The shard count is recorded when the data set is created, and every
+   * sidecar must use it: with another count, tubes and job ids would be
+   * looked for in the wrong shards. (A data set from before shards has one.)
+   */
+  private async checkShardCount(): Promise<void> {
+    const key = this.layout.shardCountKey;
+    const legacy = await mapped(this.redis.exists(this.layout.oneShardSeqKey));
+    const created = legacy ? 1 : this.options.shards;
+    await mapped(this.redis.set(key, created, 'NX'));
+    const recorded = Number(await mapped(this.redis.get(key)));
+    if (recorded !== this.options.shards) {
+      throw new Error(`the data set at prefix "${this.options.prefix}" has ${recorded} shard${recorded === 1 ? '' : 's'}, `
+        + `and this sidecar was started with --shards ${this.options.shards}: start it with --shards ${recorded}, `
+        + `or move the jobs to a data set with ${this.options.shards} (redstalk reshard, see the README)`);
+    }
   }
 
   /**

@@ -50,7 +50,7 @@ export function encodeBatch(ops: readonly AnyJobOp[], keys: ShardKeys): EncodedB
       case OpCode.Delete: case OpCode.Touch: fields.push(op.code, op.owner, op.id, tubes.of(op.tube)); break;
       case OpCode.Release: fields.push(OpCode.Release, op.owner, op.id, tubes.of(op.tube), op.pri, op.delay); break;
       case OpCode.Bury: fields.push(OpCode.Bury, op.owner, op.id, tubes.of(op.tube), op.pri); break;
-      case OpCode.Reserve:
+      case OpCode.Reserve: case OpCode.Candidate: // a candidate is a reserve of 0 jobs
         // Many watched tubes travel as names (not 5 KEYS each): the script looks only at those with ready jobs.
         // (Tube names hold no space: one argument carries them all.)
         if (op.tubes.length > RESERVE_BY_NAME_ABOVE) {
@@ -89,6 +89,7 @@ export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[]): 
       case OpCode.Delete: case OpCode.Release: case OpCode.Bury: results[i] = r === 1; break;
       case OpCode.Touch: results[i] = r as number; break;
       case OpCode.Reserve: results[i] = Array.isArray(r) ? reservedJobs(r) : (r as number); break;
+      case OpCode.Candidate: results[i] = Array.isArray(r) ? { pri: Number(text(r[0])), createdMs: Number(text(r[1])) } : (r as number); break;
     }
   }
   return results;

@@ -49,13 +49,17 @@ function reconnectOnReadonly(err: Error): 2 | false {
   return err.message.startsWith('READONLY') ? 2 : false;
 }
 
-export function connectRedis(url: string, options: RedisOptions): RedisClient {
+/** `clusterOptions.shardedSubscribers`: on a Redis Cluster, SSUBSCRIBE on the node of each channel's slot. */
+export function connectRedis(url: string, options: RedisOptions, clusterOptions: { shardedSubscribers?: boolean } = {}): RedisClient {
   if (url.startsWith('redis-sentinel://')) return new Redis({ ...options, ...sentinelOptions(url), reconnectOnError: reconnectOnReadonly });
   const cluster = /^redis-cluster:\/\/(.+)$/.exec(url);
   if (!cluster) return new Redis(url, { ...options, reconnectOnError: reconnectOnReadonly });
   const seeds = hostPorts(cluster[1]!, 6379);
   const { lazyConnect, enableOfflineQueue, ...redisOptions } = options;
-  return new Cluster(seeds, { lazyConnect, enableOfflineQueue, redisOptions, clusterRetryStrategy: options.retryStrategy as (n: number) => number });
+  return new Cluster(seeds, {
+    lazyConnect, enableOfflineQueue, redisOptions, clusterRetryStrategy: options.retryStrategy as (n: number) => number,
+    shardedSubscribers: clusterOptions.shardedSubscribers ?? false,
+  });
 }
 
 /** Options of the command link: fail fast rather than queue, so a dead Redis answers INTERNAL_ERROR quickly. */

@@ -1,9 +1,9 @@
 // The waiting-room store on Redis: every operation is one Lua script
 // (lua/rooms/, helpers in lua/includes/room.lua) on Redis' clock, with the
-// keys of ShardKeys.room.
+// keys of ShardKeys.room in the shard the room's name hashes to.
 import { randomBytes } from 'node:crypto';
 import type { RoomSettings, RoomState, RoomStore, Standing } from '../room-store.js';
-import type { ShardKeys } from '../layout.js';
+import type { Layout } from '../layout.js';
 import { mapped } from './connect.js';
 import type { BoundScript } from './scripts.js';
 
@@ -21,13 +21,13 @@ function standing(reply: unknown): Standing {
 export class RedisRoomStore implements RoomStore {
   constructor(
     private readonly scripts: ReadonlyMap<string, BoundScript>,
-    private readonly keys: ShardKeys,
+    private readonly layout: Layout,
     /** Settings of rooms that have none of their own (room-config). */
     private readonly defaults: RoomSettings,
   ) {}
 
   private run(script: string, room: string, args: Array<string | number>): Promise<unknown> {
-    const keys = this.keys.room(room);
+    const keys = this.layout.keys(this.layout.shardOf(room)).room(room);
     return mapped(this.scripts.get(script)!.strings(keys.length, ...keys, room, ...args));
   }
 
@@ -75,7 +75,8 @@ export class RedisRoomStore implements RoomStore {
   }
 
   async list(): Promise<string[]> {
-    const names = (await mapped(this.scripts.get('list')!.strings(1, this.keys.rooms))) as string[];
-    return names.sort();
+    const list = this.scripts.get('list')!.strings;
+    const shards = Array.from({ length: this.layout.shards }, (_, i) => mapped(list(1, this.layout.keys(i).rooms)) as Promise<string[]>);
+    return (await Promise.all(shards)).flat().sort();
   }
 }

@@ -48,10 +48,19 @@ export interface ScriptSource { name: string; lua: string; readOnly: boolean }
  */
 const VARIANT = /^--- @variant allow-oom$/m;
 
+/** includes/jobs.lua's wake-up command, which becomes SPUBLISH on a Redis Cluster. */
+const PUBLISH = "local PUBLISH = 'PUBLISH'";
+
+export interface LoadOptions {
+  /** Wake-ups over sharded pub/sub (SPUBLISH): on a Redis Cluster, each stays on its shard's node. */
+  shardedPubSub?: boolean;
+}
+
 /** The scripts of one folder, includes expanded. */
-export function loadScripts(folder: ScriptFolder, dir = luaDir()): ScriptSource[] {
+export function loadScripts(folder: ScriptFolder, dir = luaDir(), options: LoadOptions = {}): ScriptSource[] {
   return readdirSync(path.join(dir, folder)).filter((f) => f.endsWith('.lua')).sort().flatMap((file) => {
-    const lua = expandIncludes(readFileSync(path.join(dir, folder, file), 'utf8'), dir);
+    let lua = expandIncludes(readFileSync(path.join(dir, folder, file), 'utf8'), dir);
+    if (options.shardedPubSub) lua = lua.replace(PUBLISH, "local PUBLISH = 'SPUBLISH'");
     const name = file.slice(0, -4);
     const script = { name, lua, readOnly: /^#!lua\b.*\bflags=\S*no-writes/.test(lua) };
     if (!VARIANT.test(lua)) return [script];
@@ -61,9 +70,9 @@ export function loadScripts(folder: ScriptFolder, dir = luaDir()): ScriptSource[
 }
 
 /** Registers every script on the client, once; `rs_` keeps "touch" from shadowing Redis' own TOUCH. */
-export function bindScripts(redis: Redis | Cluster): Scripts {
+export function bindScripts(redis: Redis | Cluster, options: LoadOptions = {}): Scripts {
   const methods = redis as unknown as Record<string, ScriptFn>;
-  const bind = (folder: ScriptFolder) => new Map(loadScripts(folder).map(({ name, lua, readOnly }) => {
+  const bind = (folder: ScriptFolder) => new Map(loadScripts(folder, luaDir(), options).map(({ name, lua, readOnly }) => {
     const method = `rs_${folder}_${name}`;
     redis.defineCommand(method, { lua, readOnly });
     return [name, { strings: methods[method]!.bind(redis), buffers: methods[`${method}Buffer`]!.bind(redis) }] as const;
