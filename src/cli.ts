@@ -10,6 +10,7 @@ import { addConfigOptions, configInput } from './cli/options.js';
 import { addHealthcheckCommand } from './cli/admin/healthcheck.js';
 import { addInspectCommands } from './cli/admin/inspect.js';
 import { addTopCommand } from './cli/admin/top.js';
+import { addReshardCommand } from './cli/admin/reshard.js';
 import { addTransferCommands } from './cli/admin/transfer.js';
 import pkg from '../package.json' with { type: 'json' };
 
@@ -49,6 +50,7 @@ addConfigOptions(program.command('serve').description('run the sidecar (the defa
 // Admin subcommands talk to a running sidecar over the protocol.
 addInspectCommands(program);
 addTransferCommands(program);
+addReshardCommand(program);
 addTopCommand(program);
 addHealthcheckCommand(program);
 

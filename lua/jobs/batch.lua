@@ -19,8 +19,9 @@
           'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...}
                                       from k tubes               (4 values a job, 1..n jobs)
                                       | ms until something may become reservable, or -1
-                                      n = 0: reserve nothing,  -> {pri, created ms} | ms, -1
-                                      name the candidate
+                                      n < 0: reserve nothing,  -> {pri, created ms, ...} | ms, -1
+                                      name the -n jobs a        (2 values a job)
+                                      reserve would take
           'w' owner n names           the same from the tubes named (one argument, names
                                       apart by spaces), not passed in KEYS (a connection
                                       watching many: see reserve below)
@@ -226,26 +227,38 @@ local function most_urgent(look)
   return best, best_pri, best_member
 end
 
--- The job a reserve would take, without taking it: {pri, created ms}, or
--- nil. (A connection watching tubes of several shards asks each shard, then
--- reserves in the shard of the most urgent: src/server/waiters.ts.)
-local function candidate(look)
-  while true do
-    local T, pri, m = most_urgent(look)
-    if not T then return nil end
-    local j = load_job(member_id(m))
-    if j then return { fmt_int(pri), fmt_int(j[F_CREATED]) } end
-    unready(T, m, pri) -- a stale member of a job that is gone
+-- The k jobs a reserve of k would take, without taking them: {pri, created
+-- ms, ...} in reserve order, or nil. (A connection watching tubes of several
+-- shards asks each shard, then reserves where the most urgent are:
+-- src/server/waiters.ts.)
+local function candidates(look, k)
+  local found = {}
+  for _, T in ipairs(look) do
+    if paused_until(T) <= now then
+      local top = redis.call('ZRANGE', T.ready, 0, k - 1, 'WITHSCORES')
+      for i = 1, #top, 2 do found[#found + 1] = { tonumber(top[i + 1]), top[i] } end
+    end
   end
+  table.sort(found, function(a, b) return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2]) end)
+  local out = {}
+  for _, c in ipairs(found) do
+    if #out == 2 * k then break end
+    local j = load_job(member_id(c[2]))
+    if j then -- else a stale member of a job that is gone (a reserve removes it)
+      out[#out + 1], out[#out + 2] = fmt_int(c[1]), fmt_int(j[F_CREATED])
+    end
+  end
+  if #out == 0 then return nil end
+  return out
 end
 
 -- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
--- tubes of `watched` (a set of names) that have ready jobs; n = 0 takes
--- none and names the candidate instead.
+-- tubes of `watched` (a set of names) that have ready jobs; n < 0 takes
+-- none and names the -n candidates instead.
 local function reserve(owner, n, tubes, watched)
   tidy(tubes, watched)
   local look = watched and with_ready_jobs(watched) or tubes
-  if n == 0 then return candidate(look) or wake_after(tubes, look, watched) end
+  if n < 0 then return candidates(look, -n) or wake_after(tubes, look, watched) end
   local taken = {}
   while #taken < 4 * n do
     local T, pri, m = most_urgent(look)

@@ -7,11 +7,11 @@
 // that came first gets the most urgent job.
 //
 // A waiter watching tubes of several shards first asks each of those shards
-// for its candidate (the job a reserve there would take, taking nothing),
-// then reserves in the shard of the most urgent: lowest priority, then the
-// earliest put. Between the two steps another client may take that job; the
-// reserve then takes that shard's next one, or, if there is none, the waiter
-// looks again at once.
+// for its candidates (the jobs a reserve there would take, taking nothing),
+// then reserves in the shards of the most urgent: lowest priority, then the
+// earliest put. Between the two steps another client may take one of those
+// jobs; a shard's reserve then takes its next one, and if no shard had any
+// left, the waiter looks again at once.
 import type { Session } from '../commands/session.js';
 import { REPLY } from '../protocol/replies.js';
 import { isOutcomeUnknown } from '../store/errors.js';
@@ -34,13 +34,17 @@ const enum State {
 /** Watched tubes of one shard, in watch order. */
 type ShardTubes = readonly string[];
 
-/** The candidates a multi-shard attempt has heard of so far. */
+/** What a multi-shard attempt has heard so far, in its first step (candidates) or its second (reserves). */
 interface Survey {
   pending: number;
-  best: { candidate: Candidate; tubes: ShardTubes } | null;
+  /** Each shard's candidates, by the index of its tubes in Waiter.shards. */
+  readonly candidates: Array<Candidate[]>;
   /** The soonest ms until something may become reservable in any shard (-1: none known). */
   wakeMs: number;
   failure: Error | null;
+  /** Second step: the shard (index) of each job to take, most urgent first, and what each shard's reserve took. */
+  order: number[];
+  readonly taken: Array<ReservedJob[]>;
 }
 
 interface Waiter {
@@ -194,38 +198,65 @@ export class Waiters implements ReadyListener {
 
   private attempt(w: Waiter): void {
     w.state = State.Attempting;
+    const count = w.many ?? 1;
     if (w.shards.length === 1) {
-      this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, w.many ?? 1));
+      this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, count));
       return;
     }
-    w.survey = { pending: w.shards.length, best: null, wakeMs: -1, failure: null };
-    for (const tubes of w.shards) this.host.submit(jobOps.candidate({ w, tubes }, this.surveyed, tubes));
+    const n = w.shards.length;
+    w.survey = { pending: n, candidates: new Array(n).fill([]), wakeMs: -1, failure: null, order: [], taken: new Array(n).fill([]) };
+    w.shards.forEach((tubes, shard) => this.host.submit(jobOps.candidates({ w, shard }, this.surveyed, tubes, count)));
   }
 
-  /** One shard's candidate is in; once all are, reserve in the best one's shard. */
-  private readonly surveyed = (op: JobOp<{ w: Waiter; tubes: ShardTubes }, CandidateResult>, r: CandidateResult, err: Error | null): void => {
-    const { w, tubes } = op.ctx;
+  /** One shard's candidates are in; once all are, reserve in the shards of the most urgent. */
+  private readonly surveyed = (op: JobOp<{ w: Waiter; shard: number }, CandidateResult>, r: CandidateResult, err: Error | null): void => {
+    const { w, shard } = op.ctx;
     const survey = w.survey!;
-    // A candidate takes nothing: its failure is a failed attempt, never one of unknown outcome.
+    // Candidates take nothing: their failure is a failed attempt, never one of unknown outcome.
     if (err) survey.failure = new Error(err.message);
     else if (typeof r === 'number') {
       if (r >= 0 && (survey.wakeMs < 0 || r < survey.wakeMs)) survey.wakeMs = r;
-    } else if (!survey.best || r.pri < survey.best.candidate.pri || (r.pri === survey.best.candidate.pri && r.createdMs < survey.best.candidate.createdMs)) {
-      survey.best = { candidate: r, tubes };
-    }
+    } else survey.candidates[shard] = r;
     if (--survey.pending > 0) return;
-    w.survey = null;
-    if (w.state === State.Done) return;
-    if (survey.failure) this.settleAttempt(w, survey.wakeMs, survey.failure);
-    else if (!survey.best) this.settleAttempt(w, survey.wakeMs, null);
-    else this.host.submit(jobOps.reserve(w, this.reservedInBest, w.session.owner, survey.best.tubes, w.many ?? 1));
+    if (w.state === State.Done) { w.survey = null; return; }
+    // The most urgent of all shards' candidates (each shard's list is in its reserve order).
+    const all = survey.candidates.flatMap((list, s) => list.map((c, k) => ({ ...c, s, k })));
+    all.sort((a, b) => a.pri - b.pri || a.createdMs - b.createdMs || a.s - b.s || a.k - b.k);
+    survey.order = all.slice(0, w.many ?? 1).map((c) => c.s);
+    if (survey.order.length === 0) {
+      w.survey = null;
+      this.settleAttempt(w, survey.wakeMs, survey.failure);
+      return;
+    }
+    const counts = new Map<number, number>();
+    for (const s of survey.order) counts.set(s, (counts.get(s) ?? 0) + 1);
+    survey.pending = counts.size;
+    survey.failure = null;
+    for (const [s, count] of counts) this.host.submit(jobOps.reserve({ w, shard: s }, this.reservedInShard, w.session.owner, w.shards[s]!, count));
   };
 
-  /** The best shard's reserve: nothing there any more (taken meanwhile) means look again now. */
-  private readonly reservedInBest = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {
-    const w = op.ctx;
-    if (!err && typeof r === 'number' && w.state === State.Attempting) this.attempt(w);
-    else this.settleAttempt(w, r, err);
+  /** One shard's reserve is in; once all are, the jobs go out in the order of their candidates. */
+  private readonly reservedInShard = (op: JobOp<{ w: Waiter; shard: number }, ReserveResult>, r: ReserveResult, err: Error | null): void => {
+    const { w, shard } = op.ctx;
+    const survey = w.survey!;
+    // An unknown outcome wins: the session closes, and everything it holds is found and handed back.
+    if (err && (!survey.failure || isOutcomeUnknown(err))) survey.failure = err;
+    else if (typeof r === 'object') survey.taken[shard] = r;
+    if (--survey.pending > 0) return;
+    w.survey = null;
+    const next = survey.taken.map(() => 0);
+    const jobs: ReservedJob[] = [];
+    for (const s of survey.order) {
+      const job = survey.taken[s]![next[s]!++];
+      if (job) jobs.push(job);
+    }
+    if (survey.failure && isOutcomeUnknown(survey.failure)) {
+      if (jobs.length > 0) this.host.giveBack(w.session.owner, jobs);
+      this.settleAttempt(w, -1, survey.failure);
+    }
+    else if (jobs.length > 0) this.settleAttempt(w, jobs, null);
+    else if (survey.failure) this.settleAttempt(w, -1, survey.failure);
+    else if (w.state !== State.Done) this.attempt(w); // all taken by others meanwhile: look again
   };
 
   private readonly attempted = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {

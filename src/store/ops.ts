@@ -7,18 +7,19 @@ export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r',
 
 export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
 
-/** The job a reserve would take in one shard: its priority and when it was put (ms on the store's clock). */
+/** A job a reserve would take in one shard: its priority and when it was put (ms on the store's clock). */
 export interface Candidate { pri: number; createdMs: number }
 
 /**
  * put / burn-id: the new id; delete, release, bury: whether it applied;
  * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the jobs
  * (1 to `count`), or ms until something may become reservable (-1: nothing
- * known); candidate: the job a reserve would take, or the same ms.
+ * known); candidates: the jobs a reserve of `count` would take, in its
+ * order (1 to `count`), or the same ms.
  */
-export type OpResult = string | boolean | number | ReservedJob[] | Candidate;
+export type OpResult = string | boolean | number | ReservedJob[] | Candidate[];
 export type ReserveResult = ReservedJob[] | number;
-export type CandidateResult = Candidate | number;
+export type CandidateResult = Candidate[] | number;
 
 /** Called once per op, in the order ops were added: with the result, or the error of the whole call. */
 export type Completion<C, R> = (op: JobOp<C, R>, result: R, err: Error | null) => void;
@@ -67,9 +68,9 @@ export const jobOps = {
     op(OpCode.Touch, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
   reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[], count: number) =>
     op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count),
-  /** What a reserve over these tubes would take, taking nothing (reserve across shards). */
-  candidate: <C>(ctx: C, done: Completion<C, CandidateResult>, tubes: readonly string[]) =>
-    op(OpCode.Candidate, ctx, done, '', '', '', tubes, 0, 0, 0, null, 0),
+  /** What a reserve of `count` over these tubes would take, taking nothing (reserve across shards). */
+  candidates: <C>(ctx: C, done: Completion<C, CandidateResult>, tubes: readonly string[], count: number) =>
+    op(OpCode.Candidate, ctx, done, '', '', '', tubes, 0, 0, 0, null, count),
 };
 
 /**

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/log.js';
 import { openSidecar, type OpenSidecar } from '../../src/open.js';
 import { freePort, waitForPort, waitForSocket } from './ports.js';
 import { startRedis, type TestRedis } from './redis.js';
+import { registerSidecar, testClusterUrl, testShards } from './topology.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -20,14 +21,17 @@ export interface TestSidecar { port: number; prefix: string; server: RedstalkSer
 
 export type TestOptions = Partial<ServerOptions> & { redisUrl: string };
 
+/** Test defaults; on the variants' data sets (test/helpers/topology.ts), their shard count and the shared cluster. */
 function withTestDefaults(opts: TestOptions): TestOptions & { prefix: string } {
-  return { listen: '127.0.0.1', port: 0, prefix: uniquePrefix(), logLevel: (process.env.TEST_LOG ?? 'silent') as TestOptions['logLevel'], ...opts };
+  const options = { listen: '127.0.0.1', port: 0, prefix: uniquePrefix(), logLevel: (process.env.TEST_LOG ?? 'silent') as TestOptions['logLevel'], shards: testShards, ...opts };
+  return testClusterUrl && !opts.redisUrl.startsWith('redis-') ? { ...options, redisUrl: testClusterUrl } : options;
 }
 
 /** An in-process redstalk (the public API) on a free loopback port, talking to the given Redis. */
 export async function startRedstalk(opts: TestOptions): Promise<TestSidecar> {
   const options = withTestDefaults(opts);
   const server = await createServer(options);
+  registerSidecar(server.port, options.prefix);
   return { port: server.port, prefix: options.prefix, server, stop: () => server.close() };
 }
 
@@ -37,6 +41,7 @@ export interface InsideSidecar extends OpenSidecar { port: number; prefix: strin
 export async function startInside(opts: TestOptions): Promise<InsideSidecar> {
   const { config } = checkConfig(withTestDefaults(opts));
   const opened = await openSidecar(config, createLogger(config.logLevel));
+  registerSidecar(opened.sidecar.port, config.prefix);
   return { ...opened, port: opened.sidecar.port, prefix: config.prefix, stop: () => opened.sidecar.close() };
 }
 
@@ -59,7 +64,7 @@ export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {},
   const listen = socketPath ? [] : ['-l', '127.0.0.1', '-p', String(port)];
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), ...listen, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...(testShards > 1 ? { REDSTALK_SHARDS: String(testShards) } : {}), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -72,6 +77,8 @@ export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {},
     child.kill('SIGKILL');
     throw new Error(`redstalk did not start: ${out}`);
   }
+  const prefixAt = args.indexOf('--prefix');
+  if (!socketPath) registerSidecar(port, prefixAt >= 0 ? args[prefixAt + 1]! : (env.REDSTALK_PREFIX ?? 'redstalk'));
   return {
     port,
     child,

@@ -1,4 +1,8 @@
 import net from 'node:net';
+import { idRanksFor, type JobIdRanks } from './topology.js';
+
+/** Commands whose first argument is a job id. */
+const ID_COMMAND = /(^|\r\n)(delete|release|bury|touch|peek|kick-job|stats-job|reserve-job)( +)(\d+)/gi;
 
 /**
  * A raw protocol connection for tests: write bytes, read exact lines and chunks.
@@ -9,18 +13,18 @@ export class Wire {
   private waiters: Array<() => void> = [];
   closed = false;
 
-  private constructor(readonly socket: net.Socket) {
+  private constructor(readonly socket: net.Socket, private readonly ranks: JobIdRanks | null) {
     socket.on('data', (d) => { this.buf = Buffer.concat([this.buf, d]); this.wake(); });
     socket.on('close', () => { this.closed = true; this.wake(); });
     socket.on('error', () => { /* surfaced as close */ });
   }
 
-  /** A TCP port on host, or the path of a UNIX socket. */
-  static connect(port: number | string, host = '127.0.0.1'): Promise<Wire> {
+  /** A TCP port on host, or the path of a UNIX socket; `realIds`: never show ids by put order (sharded runs). */
+  static connect(port: number | string, host = '127.0.0.1', realIds = false): Promise<Wire> {
     return new Promise((resolve, reject) => {
       const s = typeof port === 'string' ? net.connect(port) : net.connect(port, host);
       s.setNoDelay(true);
-      s.once('connect', () => resolve(new Wire(s)));
+      s.once('connect', () => resolve(new Wire(s, realIds ? null : idRanksFor(port))));
       s.once('error', reject);
     });
   }
@@ -40,7 +44,15 @@ export class Wire {
     }
   }
 
-  send(data: string | Buffer): void { this.socket.write(data); }
+  send(data: string | Buffer): void {
+    const ranks = this.ranks;
+    if (ranks) {
+      const text = Buffer.isBuffer(data) ? data.toString('latin1') : data;
+      const sent = text.replace(ID_COMMAND, (_all, start: string, command: string, space: string, rank: string) => `${start}${command}${space}${ranks.idOf(rank)}`);
+      data = Buffer.isBuffer(data) ? Buffer.from(sent, 'latin1') : sent;
+    }
+    this.socket.write(data);
+  }
 
   /** One reply line without its CRLF. */
   async line(timeoutMs = 5000): Promise<string> {
@@ -48,7 +60,17 @@ export class Wire {
     const i = this.buf.indexOf('\r\n');
     const s = this.buf.subarray(0, i).toString('latin1');
     this.buf = this.buf.subarray(i + 2);
-    return s;
+    return this.ranks ? this.ranked(s) : s;
+  }
+
+  /** A reply line with its job id as a rank (sharded test runs). */
+  private ranked(line: string): string {
+    const ranks = this.ranks!;
+    if (line === 'EXPECTED_CRLF' || line === 'DRAINING') ranks.burn();
+    const m = /^(INSERTED|BURIED|RESERVED|FOUND) (\d+)(.*)$/.exec(line);
+    if (!m) return line;
+    const learns = m[1] === 'INSERTED' || m[1] === 'BURIED';
+    return `${m[1]} ${learns ? ranks.learn(m[2]!) : ranks.rankOf(m[2]!)}${m[3]}`;
   }
 
   /** Exactly n bytes (used for bodies: call with bytes + 2 to take the CRLF too). */
@@ -65,7 +87,13 @@ export class Wire {
     const m = /^(?:RESERVED \d+|FOUND \d+|OK) (\d+)$/.exec(line);
     if (!m) return { line };
     const chunk = await this.bytes(Number(m[1]) + 2, timeoutMs);
-    return { line, body: chunk.subarray(0, chunk.length - 2) };
+    const body = chunk.subarray(0, chunk.length - 2);
+    // stats-job's id, as a rank: the YAML (and so its byte count) changes.
+    if (this.ranks && line.startsWith('OK ') && body.includes('\nid: ')) {
+      const yaml = Buffer.from(body.toString('latin1').replace(/\nid: (\d+)\n/, (_all, id: string) => `\nid: ${this.ranks!.rankOf(id)}\n`), 'latin1');
+      return { line: `OK ${yaml.length}`, body: yaml };
+    }
+    return { line, body };
   }
 
   /** Sends a command and returns the reply line (and body text, joined by \n). */
@@ -101,8 +129,8 @@ export function yamlMap(reply: string): Record<string, string> {
 export class WirePool {
   private readonly wires: Wire[] = [];
 
-  async dial(port: number | string): Promise<Wire> {
-    const w = await Wire.connect(port);
+  async dial(port: number | string, realIds = false): Promise<Wire> {
+    const w = await Wire.connect(port, '127.0.0.1', realIds);
     this.wires.push(w);
     return w;
   }

@@ -38,7 +38,7 @@ async function exported(c: Client, job: Job, state: ExportedJob['state']): Promi
   };
 }
 
-async function drainTube(c: Client, tube: string, write: (j: ExportedJob) => void): Promise<Record<ExportedJob['state'], number> & { lost: number }> {
+export async function drainTube(c: Client, tube: string, write: (j: ExportedJob) => void): Promise<Record<ExportedJob['state'], number> & { lost: number }> {
   const counts = { ready: 0, delayed: 0, buried: 0, lost: 0 };
   await c.watch(tube);
   for (const t of await c.listTubesWatched()) if (t !== tube) await c.ignore(t);
@@ -78,7 +78,7 @@ async function drainTube(c: Client, tube: string, write: (j: ExportedJob) => voi
   return counts;
 }
 
-async function loadJob(c: Client, j: ExportedJob): Promise<void> {
+export async function loadJob(c: Client, j: ExportedJob): Promise<void> {
   const body = Buffer.from(j.body, 'base64');
   if (j.state !== 'buried') {
     await c.put(body, { priority: j.pri, delay: j.delay, ttr: j.ttr });

@@ -1,7 +1,7 @@
 // lua/jobs/batch.lua's calling convention: ops in, one flat argument list
 // out (tubes interned as 1-based indexes), and its reply decoded into one
 // typed result per op. Pure functions, so the hot path has a micro-benchmark.
-import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
+import { OpCode, type AnyJobOp, type Candidate, type OpResult, type ReservedJob } from '../ops.js';
 import type { ShardKeys } from '../layout.js';
 
 /** Tube names in first-use order, with their 1-based index (the order of their KEYS). */
@@ -50,16 +50,18 @@ export function encodeBatch(ops: readonly AnyJobOp[], keys: ShardKeys): EncodedB
       case OpCode.Delete: case OpCode.Touch: fields.push(op.code, op.owner, op.id, tubes.of(op.tube)); break;
       case OpCode.Release: fields.push(OpCode.Release, op.owner, op.id, tubes.of(op.tube), op.pri, op.delay); break;
       case OpCode.Bury: fields.push(OpCode.Bury, op.owner, op.id, tubes.of(op.tube), op.pri); break;
-      case OpCode.Reserve: case OpCode.Candidate: // a candidate is a reserve of 0 jobs
+      case OpCode.Reserve: case OpCode.Candidate: { // candidates: a reserve of -count jobs
+        const n = op.code === OpCode.Candidate ? -op.count : op.count;
         // Many watched tubes travel as names (not 5 KEYS each): the script looks only at those with ready jobs.
         // (Tube names hold no space: one argument carries them all.)
         if (op.tubes.length > RESERVE_BY_NAME_ABOVE) {
-          fields.push(RESERVE_BY_NAME, op.owner, op.count, op.tubes.join(' '));
+          fields.push(RESERVE_BY_NAME, op.owner, n, op.tubes.join(' '));
         } else {
-          fields.push(OpCode.Reserve, op.owner, op.count, op.tubes.length);
+          fields.push(OpCode.Reserve, op.owner, n, op.tubes.length);
           for (const t of op.tubes) fields.push(tubes.of(t));
         }
         break;
+      }
     }
   }
   const names = tubes.names;
@@ -79,6 +81,13 @@ function reservedJobs(r: readonly unknown[]): ReservedJob[] {
   return jobs;
 }
 
+/** A reserve's candidates, two values each: priority, created ms. */
+function candidates(r: readonly unknown[]): Candidate[] {
+  const out: Candidate[] = [];
+  for (let k = 0; k < r.length; k += 2) out.push({ pri: Number(text(r[k])), createdMs: Number(text(r[k + 1])) });
+  return out;
+}
+
 /** batch.lua's reply (Buffer mode): one result per op, typed by the op's kind. */
 export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[]): OpResult[] {
   const results: OpResult[] = new Array(ops.length);
@@ -89,7 +98,7 @@ export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[]): 
       case OpCode.Delete: case OpCode.Release: case OpCode.Bury: results[i] = r === 1; break;
       case OpCode.Touch: results[i] = r as number; break;
       case OpCode.Reserve: results[i] = Array.isArray(r) ? reservedJobs(r) : (r as number); break;
-      case OpCode.Candidate: results[i] = Array.isArray(r) ? { pri: Number(text(r[0])), createdMs: Number(text(r[1])) } : (r as number); break;
+      case OpCode.Candidate: results[i] = Array.isArray(r) ? candidates(r) : (r as number); break;
     }
   }
   return results;

@@ -1,0 +1,65 @@
+// Which data set the integration and differential suites run against: one
+// Redis with one shard (npm test's first pass), one Redis with
+// TEST_SHARDS shards, or the Redis Cluster whose URL
+// TEST_CLUSTER_URL gives (started once by test/variants/cluster-setup.ts).
+// See test/variants/README.md.
+
+export const testShards = Number(process.env.TEST_SHARDS ?? 1);
+export const testClusterUrl = process.env.TEST_CLUSTER_URL ?? '';
+/** The suites run on the shared test cluster: tests that drive or read one redis-server themselves are skipped. */
+export const onCluster = testClusterUrl !== '';
+/** Ids are not 1, 2, 3... with several shards (id = seq * shards + shard): the Wire helper shows them by put order. */
+export const rankedIds = testShards > 1;
+
+/** The sidecar's port -> its key prefix, so connections to sidecars of one data set share id ranks. */
+const prefixes = new Map<number, string>();
+
+export function registerSidecar(port: number, prefix: string): void {
+  prefixes.set(port, prefix);
+}
+
+const ranksByPrefix = new Map<string, JobIdRanks>();
+
+/** The id ranks of the data set a port serves, when ids are ranked. */
+export function idRanksFor(port: number | string): JobIdRanks | null {
+  if (!rankedIds || typeof port !== 'number') return null;
+  const prefix = prefixes.get(port);
+  if (prefix === undefined) return null;
+  let ranks = ranksByPrefix.get(prefix);
+  if (!ranks) { ranks = new JobIdRanks(); ranksByPrefix.set(prefix, ranks); }
+  return ranks;
+}
+
+/**
+ * Job ids as their rank in put order (1, 2, 3... as one shard numbers them),
+ * the rule of the differential normaliser (job-id-placeholders): a put that
+ * uses up an id without a job (EXPECTED_CRLF, DRAINING) takes a rank too.
+ * An id never seen passes through unchanged.
+ */
+export class JobIdRanks {
+  private readonly ids: string[] = [];
+  private readonly ranks = new Map<string, number>();
+
+  learn(id: string): string {
+    let rank = this.ranks.get(id);
+    if (rank === undefined) {
+      this.ids.push(id);
+      rank = this.ids.length;
+      this.ranks.set(id, rank);
+    }
+    return String(rank);
+  }
+
+  burn(): void {
+    this.ids.push('');
+  }
+
+  rankOf(id: string): string {
+    const rank = this.ranks.get(id);
+    return rank === undefined ? id : String(rank);
+  }
+
+  idOf(rank: string): string {
+    return this.ids[Number(rank) - 1] || rank;
+  }
+}
