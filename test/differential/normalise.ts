@@ -1,3 +1,5 @@
+import { testShards } from '../helpers/topology.js';
+
 /**
  * Reply normalisation. Every rule is named; README.md has the same table
  * (NORMALISATION_RULES). Keep rules as narrow as possible: anything not listed
@@ -28,6 +30,11 @@ export const NORMALISATION_RULES: readonly NormalisationRule[] = [
     name: 'yaml-quoting (deliberate divergence)',
     applies: 'stats `hostname`/`os`/`platform`, stats-tube `name`, stats-job `tube`; stats `version`',
     rule: 'values are compared with the surrounding double quotes stripped; each target must quote exactly as its dialect does (1.13: all of them; 1.12: only `version`), otherwise a divergence is reported.',
+  },
+  {
+    name: 'list-order-across-shards (sharded runs only)',
+    applies: 'YAML lists (`list-tubes`, `list-tubes-watched`) in `npm run test:shards` / `test:cluster`',
+    rule: 'items compared as a sorted set: with several shards, list-tubes lists each shard\'s tubes in turn (PROTOCOL.md "Shards"). Job ids there are shown by put order before this normaliser sees them (test/helpers/topology.ts).',
   },
   {
     name: 'ok-bytes-recomputed',
@@ -124,7 +131,9 @@ function normaliseYaml(data: string, dialect: Dialect, ids: IdMap, n: NormReply)
   if (lines.length === 1 && lines[0] === '') lines.length = 0;
   if (lines.length > 0 && lines.every((l) => l.startsWith('- '))) {
     n.yamlKind = 'list';
-    n.yaml = lines; // in order: clients compare list-tubes as beanstalkd orders it
+    // In order: clients compare list-tubes as beanstalkd orders it; with several
+    // shards redstalk lists shard by shard (list-order-across-shards), compared as a set.
+    n.yaml = testShards > 1 ? [...lines].sort() : lines;
     return;
   }
   const entries: Array<[string, string]> = [];

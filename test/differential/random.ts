@@ -289,6 +289,13 @@ export interface GenOptions {
   /** Steps per scenario (default 10..40). */
   minSteps?: number;
   maxSteps?: number;
+  /**
+   * Ids are 1, 2, 3... (one shard): a job put earlier in the same write may be
+   * named by its id. With several shards they are not (the suites see them by
+   * put order, test/helpers/topology.ts, which needs the put's reply first):
+   * false names only jobs whose INSERTED came back before the step.
+   */
+  predictableIds?: boolean;
 }
 
 class Generator {
@@ -465,10 +472,14 @@ class Generator {
       // placeholders are resolved when the step is sent: a job put earlier in the
       // same write has no placeholder yet, so name it by its (predictable) id
       const zeros = this.r.chance(0.03) ? '0'.repeat(this.r.int(1, 22)) : '';
-      if (ph > this.knownPh) return { parts: [zeros + String(this.m.realOf(ph))], job };
+      if (ph > this.knownPh) {
+        if (this.opts.predictableIds !== false) return { parts: [zeros + String(this.m.realOf(ph))], job };
+        return { parts: [String(U64_MAX)] };
+      }
       return { parts: zeros ? [zeros, { id: ph }] : [{ id: ph }], job };
     }
-    const lit = this.r.weighted<number | string>([[4, this.r.int(1, this.m.nReal + 2)], [1, 0], [1, 999], [1, U64_MAX]]);
+    const known = this.opts.predictableIds === false ? (this.knownPh > 0 ? this.m.realOf(this.knownPh) : 0) : this.m.nReal + 2;
+    const lit = this.r.weighted<number | string>([[4, known > 0 ? this.r.int(1, known) : 0], [1, 0], [1, 999], [1, U64_MAX]]);
     return { parts: [String(lit)], job: typeof lit === 'number' ? this.m.byReal(lit) : undefined };
   }
 

@@ -60,7 +60,18 @@ export class Wire {
     const i = this.buf.indexOf('\r\n');
     const s = this.buf.subarray(0, i).toString('latin1');
     this.buf = this.buf.subarray(i + 2);
-    return this.ranks ? this.ranked(s) : s;
+    if (!this.ranks) return s;
+    const ok = /^OK (\d+)$/.exec(s);
+    return ok ? this.rankedYaml(Number(ok[1]), timeoutMs) : this.ranked(s);
+  }
+
+  /** stats-job's id as a rank: the YAML (still buffered) and so its byte count change. */
+  private async rankedYaml(bytes: number, timeoutMs: number): Promise<string> {
+    await this.until(() => this.buf.length >= bytes + 2, timeoutMs, `${bytes} bytes`);
+    const yaml = this.buf.subarray(0, bytes).toString('latin1');
+    const ranked = Buffer.from(yaml.replace(/\nid: (\d+)\n/, (_all, id: string) => `\nid: ${this.ranks!.rankOf(id)}\n`), 'latin1');
+    this.buf = Buffer.concat([ranked, this.buf.subarray(bytes)]);
+    return `OK ${ranked.length}`;
   }
 
   /** A reply line with its job id as a rank (sharded test runs). */
@@ -88,11 +99,6 @@ export class Wire {
     if (!m) return { line };
     const chunk = await this.bytes(Number(m[1]) + 2, timeoutMs);
     const body = chunk.subarray(0, chunk.length - 2);
-    // stats-job's id, as a rank: the YAML (and so its byte count) changes.
-    if (this.ranks && line.startsWith('OK ') && body.includes('\nid: ')) {
-      const yaml = Buffer.from(body.toString('latin1').replace(/\nid: (\d+)\n/, (_all, id: string) => `\nid: ${this.ranks!.rankOf(id)}\n`), 'latin1');
-      return { line: `OK ${yaml.length}`, body: yaml };
-    }
     return { line, body };
   }
 
