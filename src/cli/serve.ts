@@ -2,26 +2,25 @@
 // as soon as the port accepts); then load the rest, start an embedded
 // redis-server when no Redis URL is given, and the sidecar, which takes the
 // connections that arrived meanwhile. Privileges are dropped like beanstalkd -u.
-import { execFileSync } from 'node:child_process';
+// With --workers N > 1 this process is the primary of N workers, or one of
+// them (src/cli/workers.ts).
 import type { Logger } from 'pino';
 import type { Config } from '../config/settings.js';
 import { Listener, tlsFilesOf } from '../server/listener.js';
 import type { Sidecar } from '../server/sidecar.js';
 import { visibleConfig } from '../config/check.js';
 import type { EmbeddedRedis } from './embedded-redis.js';
+import type { WorkerRole } from './workers.js';
+import { fail, lookupUser } from './process.js';
 
-/** uid and gid of a user, as beanstalkd -u USER ("become user and group"). */
-function lookupUser(user: string): { uid: number; gid: number } {
-  const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8' }).trim());
-  return { uid: id('-u'), gid: id('-g') };
-}
-
-function fail(message: string): never {
-  process.stderr.write(`redstalk: ${message}\n`);
-  process.exit(1);
-}
 
 export async function serve(config: Config, warnings: readonly string[], embeddedOnly: readonly string[]): Promise<void> {
+  let role: WorkerRole | null = null;
+  if (config.workers > 1) {
+    const workers = await import('./workers.js');
+    role = workers.workerRole();
+    if (!role) return workers.runPrimary(config, warnings, embeddedOnly);
+  }
   let as: { uid: number; gid: number } | undefined;
   let log: Logger | undefined;
   let listener: Listener | null = null;
@@ -52,7 +51,10 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   });
   try {
     as = config.user ? lookupUser(config.user) : undefined;
-    listener = await Listener.open(config.listen, config.port, tlsFilesOf(config));
+    // A worker joins the shared socket only once its sidecar serves (the
+    // sidecar opens the listener then): meanwhile the other workers take the
+    // connections, and a worker that fails to start never holds any.
+    if (!role) listener = await Listener.open(config.listen, config.port, tlsFilesOf(config));
   } catch (err) {
     fail(`cannot listen on ${config.listen}:${config.port}: ${(err as Error).message}`);
   }
@@ -60,12 +62,18 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   const [{ createLogger }, { startEmbeddedRedis }, { openSidecar }] =
     await Promise.all([import('../log.js'), import('./embedded-redis.js'), import('../open.js')]);
   log = createLogger(config.logLevel, config.logFormat);
-  log.info({ listen: listener.address }, 'redstalk listening');
-  for (const w of warnings) log.warn(w);
-  log.debug({ config: visibleConfig(config) }, 'configuration');
+  if (role) {
+    // The primary has logged the warnings and the configuration.
+    log = log.child({ worker: role.n });
+  } else {
+    log.info({ listen: listener!.address }, 'redstalk listening');
+    for (const w of warnings) log.warn(w);
+    log.debug({ config: visibleConfig(config) }, 'configuration');
+  }
 
   try {
-    let redisUrl = config.redisUrl;
+    // A worker uses the primary's embedded redis-server.
+    let redisUrl = config.redisUrl || (role?.redisUrl ?? '');
     if (!redisUrl) {
       embedded = await startEmbeddedRedis({
         dataDir: config.dataDir, fsync: config.fsync, ...as,
@@ -73,10 +81,10 @@ export async function serve(config: Config, warnings: readonly string[], embedde
       });
       redisUrl = embedded.url;
       log.info({ dataDir: config.dataDir, port: embedded.port, fsync: config.fsync }, 'started embedded redis-server');
-    } else if (embeddedOnly.length > 0) {
+    } else if (embeddedOnly.length > 0 && !role) {
       log.warn(`${embeddedOnly.join(', ')} apply to the embedded redis-server only; the Redis at --redis keeps its own persistence settings`);
     }
-    server = (await openSidecar({ ...config, redisUrl }, log, listener)).sidecar;
+    server = (await openSidecar({ ...config, redisUrl }, log, listener ?? undefined)).sidecar;
     if (drainAsked) server.drain();
     if (as) {
       // Like beanstalkd: bind first (maybe a privileged port), then drop privileges.
@@ -84,11 +92,18 @@ export async function serve(config: Config, warnings: readonly string[], embedde
       process.setgid(as.gid);
       process.setuid(as.uid);
     }
+    role?.ready();
   } catch (err) {
     log.fatal({ err }, 'redstalk could not start');
-    await (server ? server.close() : listener.close());
+    await (server ? server.close() : listener?.close());
     await embedded?.stop();
-    fail(err instanceof Error ? err.message : String(err));
+    const message = err instanceof Error ? err.message : String(err);
+    if (role) {
+      // The primary says why and exits 1.
+      await role.failed(message);
+      process.exit(1);
+    }
+    fail(message);
   }
   // A bug must not take every client's connection down with it: log it loudly and keep serving.
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection (bug)'));

@@ -2,6 +2,7 @@
 // loaded and connected to Redis, so that a start is quick (test harnesses
 // connect as soon as the port accepts): connections that arrive early wait,
 // unread, until the sidecar takes them.
+import cluster from 'node:cluster';
 import { lstatSync, readFileSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -29,12 +30,12 @@ function tlsOptions(files: TlsFiles): tls.TlsOptions {
 }
 
 /** `-l unix:PATH` (beanstalkd >= 1.12) listens on a UNIX socket; -p is then ignored. */
-function unixSocketPath(listen: string): string | null {
+export function unixSocketPath(listen: string): string | null {
   return listen.startsWith('unix:') ? listen.slice(5) : null;
 }
 
 /** A socket file left by a process that died; anything else at the path is an error. */
-function removeStaleSocket(path: string): void {
+export function removeStaleSocket(path: string): void {
   try {
     if (lstatSync(path).isSocket()) unlinkSync(path);
   } catch { /* nothing there */ }
@@ -63,7 +64,9 @@ export class Listener {
     // A TLS socket is handed over once its handshake is done; a failed handshake never reaches the sidecar.
     const server = tlsFiles ? tls.createServer(tlsOptions(tlsFiles), onSocket) : net.createServer({ allowHalfOpen: true }, onSocket);
     const socketPath = unixSocketPath(listen);
-    if (socketPath) removeStaleSocket(socketPath);
+    // A cluster worker's (--workers) socket is the primary's, shared by every
+    // worker: a socket file at the path is the live one. The primary removed a stale one.
+    if (socketPath && !cluster.isWorker) removeStaleSocket(socketPath);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       const listening = () => {
