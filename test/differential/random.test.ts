@@ -44,7 +44,7 @@ describe('random scenario generator', () => {
   it('is deterministic and always produces a valid scenario of 10-40 steps on 1-3 connections', () => {
     for (let seed = 1; seed <= 500; seed++) {
       const g = generateScenario(seed, GEN);
-      expect(generateScenario(seed).text).toBe(g.text);
+      expect(generateScenario(seed, GEN).text).toBe(g.text);
       // one step per line, except `~` declarations and the read / expect-closed after a quit
       const steps = g.text.split('\n').filter((l) => l !== '' && !/^(#|===|~)/.test(l) && !/^[a-z]+(< | expect-closed$)/.test(l));
       expect(steps.length).toBeGreaterThanOrEqual(10);

@@ -51,7 +51,9 @@ export class RedisJobStore implements JobStore {
   private async replicated(): Promise<void> {
     const { count, timeoutMs } = this.replicas;
     if (count === 0) return;
-    const acks = (await mapped(this.redis.call('WAIT', count, timeoutMs))) as number;
+    // WAIT counts the writes of the link it is sent on: on a Redis Cluster that is the
+    // link to this shard's node, which a keyed command in the same pipeline picks.
+    const [, acks] = (await pipelined(this.redis.pipeline().exists(this.keys.stats).call('WAIT', count, timeoutMs))) as [number, number];
     if (acks < count) throw new StoreError('unknown', `only ${acks} of ${count} replicas had the writes within ${timeoutMs} ms`);
   }
 
