@@ -54,6 +54,8 @@ export interface RunOptions {
   sizes?: Sizes;
   /** Workers wait until the fault starts (a backlog builds up first). */
   workersFromFault?: boolean;
+  /** The tubes of the load (default [TUBE]): producer p puts into tubes[p % n], every worker watches all. */
+  tubes?: string[];
   /** Injects the fault and ends it, calling ctl.start() / ctl.end(). */
   inject(ctl: FaultControl): Promise<void>;
 }
@@ -161,7 +163,9 @@ const word = (e: unknown) => (e instanceof RedstalkError ? e.code : e instanceof
 interface Flags { stopProducers: boolean; stopWorkers: boolean; workersGo: boolean }
 
 async function producer(p: number, run: string, opts: RunOptions, sizes: Sizes, ledger: Ledger, flags: Flags, links: Link[]): Promise<void> {
-  const link = new Link(`producer ${p}`, opts.endpoints, p, async (c) => { await c.use(TUBE); }, () => flags.stopProducers, ledger);
+  const tubes = opts.tubes ?? [TUBE];
+  const tube = tubes[p % tubes.length]!;
+  const link = new Link(`producer ${p}`, opts.endpoints, p, async (c) => { await c.use(tube); }, () => flags.stopProducers, ledger);
   links.push(link);
   let seq = 0;
   const interval = (1000 * sizes.window) / sizes.rate;
@@ -198,7 +202,12 @@ async function producer(p: number, run: string, opts: RunOptions, sizes: Sizes, 
 }
 
 async function worker(n: number, opts: RunOptions, ledger: Ledger, flags: Flags, links: Link[]): Promise<void> {
-  const link = new Link(`worker ${n}`, opts.endpoints, n, async (c) => { await c.watch(TUBE); await c.ignore('default'); }, () => flags.stopWorkers, ledger);
+  const tubes = opts.tubes ?? [TUBE];
+  const setup = async (c: Client) => {
+    for (const t of tubes) await c.watch(t);
+    if (!tubes.includes('default')) await c.ignore('default');
+  };
+  const link = new Link(`worker ${n}`, opts.endpoints, n, setup, () => flags.stopWorkers, ledger);
   links.push(link);
   while (!flags.workersGo && !flags.stopWorkers) await sleep(20);
   while (!flags.stopWorkers) {
@@ -282,17 +291,23 @@ async function probe(ep: Endpoint, until: number): Promise<number | null> {
   return null;
 }
 
-/** Jobs left in the main tube (ready + reserved + delayed + buried), asked of a live sidecar; null when none answers. */
-async function leftInQueue(endpoints: Endpoint[]): Promise<number | null> {
+/** Jobs left in the load's tubes (ready + reserved + delayed + buried), asked of a live sidecar; null when none answers. */
+async function leftInQueue(endpoints: Endpoint[], tubes: string[]): Promise<number | null> {
   for (const ep of endpoints.filter((e) => e.alive())) {
     let client: Client | null = null;
     try {
       client = await Client.connect({ port: ep.port, timeoutMs: 2000 });
-      const s = await watchdog(client, client.statsTube(TUBE), 5000);
-      return s['current-jobs-ready'] + s['current-jobs-reserved'] + s['current-jobs-delayed'] + s['current-jobs-buried'];
-    } catch (e) {
-      if (e instanceof RedstalkError && e.code === 'NOT_FOUND') return 0; // the tube is gone: empty and unused
-    } finally {
+      let left = 0;
+      for (const tube of tubes) {
+        try {
+          const s = await watchdog(client, client.statsTube(tube), 5000);
+          left += s['current-jobs-ready'] + s['current-jobs-reserved'] + s['current-jobs-delayed'] + s['current-jobs-buried'];
+        } catch (e) {
+          if (!(e instanceof RedstalkError && e.code === 'NOT_FOUND')) throw e; // NOT_FOUND: the tube is gone, empty and unused
+        }
+      }
+      return left;
+    } catch { /* the next sidecar */ } finally {
       if (client) void client.close();
     }
   }
@@ -399,12 +414,12 @@ async function runPhases(opts: RunOptions, sizes: Sizes, run: string, ledger: Le
   let left: number | null = null;
   while (now() < deadline) {
     if (ledger.missing().length === 0) {
-      left = await leftInQueue(opts.endpoints);
+      left = await leftInQueue(opts.endpoints, opts.tubes ?? [TUBE]);
       if (left === 0) break;
     }
     await sleep(250);
   }
-  if (ledger.missing().length) left = await leftInQueue(opts.endpoints);
+  if (ledger.missing().length) left = await leftInQueue(opts.endpoints, opts.tubes ?? [TUBE]);
   const drainedMs = now() - producedAt;
   const probeTimes = await probes;
   flags.stopWorkers = true;

@@ -31,7 +31,7 @@ function withTestDefaults(opts: TestOptions): TestOptions & { prefix: string } {
 export async function startRedstalk(opts: TestOptions): Promise<TestSidecar> {
   const options = withTestDefaults(opts);
   const server = await createServer(options);
-  registerSidecar(server.port, options.prefix);
+  registerSidecar(server.port, options.redisUrl, options.prefix);
   return { port: server.port, prefix: options.prefix, server, stop: () => server.close() };
 }
 
@@ -41,7 +41,7 @@ export interface InsideSidecar extends OpenSidecar { port: number; prefix: strin
 export async function startInside(opts: TestOptions): Promise<InsideSidecar> {
   const { config } = checkConfig(withTestDefaults(opts));
   const opened = await openSidecar(config, createLogger(config.logLevel));
-  registerSidecar(opened.sidecar.port, config.prefix);
+  registerSidecar(opened.sidecar.port, config.redisUrl, config.prefix);
   return { ...opened, port: opened.sidecar.port, prefix: config.prefix, stop: () => opened.sidecar.close() };
 }
 
@@ -77,8 +77,9 @@ export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {},
     child.kill('SIGKILL');
     throw new Error(`redstalk did not start: ${out}`);
   }
-  const prefixAt = args.indexOf('--prefix');
-  if (!socketPath) registerSidecar(port, prefixAt >= 0 ? args[prefixAt + 1]! : (env.REDSTALK_PREFIX ?? 'redstalk'));
+  const arg = (...names: string[]) => { const at = args.findIndex((a) => names.includes(a)); return at >= 0 ? args[at + 1] : undefined; };
+  const dataSet = arg('--redis') ?? env.REDSTALK_REDIS_URL ?? `embedded ${arg('-b', '--data-dir') ?? ''}`;
+  registerSidecar(socketPath ?? port, dataSet, arg('--prefix') ?? env.REDSTALK_PREFIX ?? 'redstalk');
   return {
     port,
     child,

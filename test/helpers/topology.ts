@@ -11,18 +11,19 @@ export const onCluster = testClusterUrl !== '';
 /** Ids are not 1, 2, 3... with several shards (id = seq * shards + shard): the Wire helper shows them by put order. */
 export const rankedIds = testShards > 1;
 
-/** The sidecar's port -> its key prefix, so connections to sidecars of one data set share id ranks. */
-const prefixes = new Map<number, string>();
+/** The sidecar's port -> its data set (Redis and key prefix), so connections to sidecars of one data set share id ranks. */
+const prefixes = new Map<number | string, string>();
 
-export function registerSidecar(port: number, prefix: string): void {
-  prefixes.set(port, prefix);
+/** `port`: a TCP port, or the path of a UNIX socket. */
+export function registerSidecar(port: number | string, redis: string, prefix: string): void {
+  prefixes.set(port, `${redis} ${prefix}`);
 }
 
 const ranksByPrefix = new Map<string, JobIdRanks>();
 
 /** The id ranks of the data set a port serves, when ids are ranked. */
 export function idRanksFor(port: number | string): JobIdRanks | null {
-  if (!rankedIds || typeof port !== 'number') return null;
+  if (!rankedIds) return null;
   const prefix = prefixes.get(port);
   if (prefix === undefined) return null;
   let ranks = ranksByPrefix.get(prefix);
@@ -34,7 +35,8 @@ export function idRanksFor(port: number | string): JobIdRanks | null {
  * Job ids as their rank in put order (1, 2, 3... as one shard numbers them),
  * the rule of the differential normaliser (job-id-placeholders): a put that
  * uses up an id without a job (EXPECTED_CRLF, DRAINING) takes a rank too.
- * An id never seen passes through unchanged.
+ * (A job seen reserved before its put's reply was read takes the next rank
+ * then.) An id never seen passes through unchanged.
  */
 export class JobIdRanks {
   private readonly ids: string[] = [];

@@ -80,8 +80,8 @@ export class Wire {
     if (line === 'EXPECTED_CRLF' || line === 'DRAINING') ranks.burn();
     const m = /^(INSERTED|BURIED|RESERVED|FOUND) (\d+)(.*)$/.exec(line);
     if (!m) return line;
-    const learns = m[1] === 'INSERTED' || m[1] === 'BURIED';
-    return `${m[1]} ${learns ? ranks.learn(m[2]!) : ranks.rankOf(m[2]!)}${m[3]}`;
+    // A job reserved before its put's reply was read (another connection's put) gets its rank now.
+    return `${m[1]} ${ranks.learn(m[2]!)}${m[3]}`;
   }
 
   /** Exactly n bytes (used for bodies: call with bytes + 2 to take the CRLF too). */

@@ -29,7 +29,8 @@ describe('the admin command line', () => {
   let server: string;
   beforeAll(async () => {
     redis = await startRedis();
-    sidecar = await startRedstalk({ redisUrl: redis.url });
+    // One shard: the admin commands print real ids, which these tests spell out.
+    sidecar = await startRedstalk({ redisUrl: redis.url, shards: 1 });
     server = `127.0.0.1:${sidecar.port}`;
   });
   afterAll(async () => {

@@ -9,7 +9,12 @@ import { startInside } from '../helpers/redstalk.js';
 import { yamlMap, type Wire } from '../helpers/wire.js';
 
 const ctx = sidecarPerTest(startInside);
-const batcher = () => ctx.sidecar.sidecar.batchers[0]!;
+/** All shards' batchers together (a sharded run has one per shard). */
+const batcher = () => {
+  const all = ctx.sidecar.sidecar.batchers;
+  const sum = (f: (b: (typeof all)[number]) => number) => all.reduce((n, b) => n + f(b), 0);
+  return { calls: sum((b) => b.calls), ops: sum((b) => b.ops), pending: sum((b) => b.pending) };
+};
 
 /** Reads n replies (a RESERVED/FOUND line brings its body with it). */
 async function replies(w: Wire, n: number): Promise<string[]> {

@@ -15,7 +15,8 @@ const records: Array<{ msg: string; command?: string; reply?: string; ms?: numbe
 beforeAll(async () => {
   redis = await startRedis();
   const sink = new Writable({ write(chunk, _enc, done) { records.push(JSON.parse(String(chunk))); done(); } });
-  sidecar = await startRedstalk({ redisUrl: redis.url, logger: pino({ level: 'trace' }, sink), maxJobSize: 10 });
+  // One shard: the hook sees real ids, which this test spells out.
+  sidecar = await startRedstalk({ redisUrl: redis.url, shards: 1, logger: pino({ level: 'trace' }, sink), maxJobSize: 10 });
 });
 afterAll(async () => { await sidecar.stop(); await redis.stop(); });
 

@@ -53,7 +53,7 @@ describe('TLS and connection limits', () => {
   });
 
   it('serves the protocol over TLS with --tls-cert and --tls-key, and nothing to a plain TCP client', async () => {
-    const s = await startRedstalk({ redisUrl: redis.url, tlsCert: certs.serverCert, tlsKey: certs.serverKey });
+    const s = await startRedstalk({ redisUrl: redis.url, shards: 1, tlsCert: certs.serverCert, tlsKey: certs.serverKey }); // real ids over TLS
     sidecars.push(s);
     const reply = await tlsTalk(s.port, { ca: readFileSync(certs.ca) }, 'put 0 0 60 5\r\nhello\r\nreserve\r\n', /hello\r\n$/);
     expect(reply).toBe('INSERTED 1\r\nRESERVED 1 5\r\nhello\r\n');

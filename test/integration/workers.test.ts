@@ -1,5 +1,7 @@
 // --workers N: one primary process (node:cluster) and N worker processes, each
 // a full sidecar sharing the listening socket. The real command line, spawned.
+import { Layout } from '../../src/store/layout.js';
+import { testShards } from '../helpers/topology.js';
 import { execFileSync, spawn as spawnChild } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -88,7 +90,7 @@ async function twoWorkers(port: number | string): Promise<Array<{ w: Wire; pid: 
 
 /** The sidecars registered under a prefix, and which of them hold a live lease. */
 async function registry(prefix: string): Promise<{ all: string[]; live: string[] }> {
-  const [[, time], [, entries]] = (await db.multi().time().zrange(`{${prefix}:0}:nodes`, 0, -1, 'WITHSCORES').exec())! as [
+  const [[, time], [, entries]] = (await db.multi().time().zrange(new Layout(prefix, testShards).keys(0).nodes, 0, -1, 'WITHSCORES').exec())! as [
     [null, [string, string]], [null, string[]],
   ];
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);

@@ -59,6 +59,9 @@ export function connectRedis(url: string, options: RedisOptions, clusterOptions:
   return new Cluster(seeds, {
     lazyConnect, enableOfflineQueue, redisOptions, clusterRetryStrategy: options.retryStrategy as (n: number) => number,
     shardedSubscribers: clusterOptions.shardedSubscribers ?? false,
+    // A command whose link closed while it was in flight may have run: never send it
+    // again (a script would run twice); it fails, and its outcome counts as unknown.
+    retryDelayOnFailover: 0,
   });
 }
 
@@ -94,7 +97,9 @@ export function storeError(err: unknown): StoreError {
   // ioredis: the command was written but no reply came in time, or the link closed with it in flight
   // (with maxRetriesPerRequest 0, a command in flight on a link that breaks is not sent again).
   const name = err instanceof Error ? err.name : '';
-  if (message === 'Command timed out' || message === 'Connection is closed.' || name === 'MaxRetriesPerRequestError') {
+  // A Redis Cluster gives up after redirections (a failover, a resharding): one try may have run.
+  if (message === 'Command timed out' || message === 'Connection is closed.' || name === 'MaxRetriesPerRequestError'
+    || message.startsWith('Too many Cluster redirections')) {
     return new StoreError('unknown', message);
   }
   return new StoreError('failed', message);
