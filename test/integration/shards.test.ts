@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Layout } from '../../src/store/layout.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { ROOT, startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
-import { onCluster } from '../helpers/topology.js';
+import { onCluster, testClusterUrl } from '../helpers/topology.js';
 import { WirePool, yamlMap, type Wire } from '../helpers/wire.js';
 
 const SHARDS = 4;
@@ -251,7 +251,7 @@ describe('redstalk reshard', () => {
     try {
       const to = uniquePrefix();
       const journal = path.join(dir, 'journal.jsonl');
-      const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'reshard', '--redis', redis.url,
+      const run = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'reshard', '--redis', testClusterUrl || redis.url,
         '--prefix', prefix, '--to-prefix', to, '--shards', String(SHARDS), '--journal', journal, '--json'], { cwd: ROOT, encoding: 'utf8' });
       expect(run.stderr).toBe('');
       expect(JSON.parse(run.stdout)).toMatchObject({ ready: tubes.length, delayed: 1, buried: 1, from: 1, to: SHARDS });
