@@ -62,6 +62,9 @@ export interface SpawnedSidecar { port: number; child: ChildProcess; output(): s
 export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {}, socketPath?: string): Promise<SpawnedSidecar> {
   const port = await freePort();
   const listen = socketPath ? [] : ['-l', '127.0.0.1', '-p', String(port)];
+  // On the test cluster, a sidecar of a test's own plain Redis serves from the cluster instead (as startRedstalk's do).
+  const redisAt = args.indexOf('--redis');
+  if (testClusterUrl && redisAt >= 0 && args[redisAt + 1]!.startsWith('redis://')) args = args.map((a, i) => (i === redisAt + 1 ? testClusterUrl : a));
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), ...listen, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...(testShards > 1 ? { REDSTALK_SHARDS: String(testShards) } : {}), ...env },

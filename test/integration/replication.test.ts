@@ -11,6 +11,7 @@ import { freePort, waitForPort } from '../helpers/ports.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
 import { Wire } from '../helpers/wire.js';
+import { onCluster } from '../helpers/topology.js';
 
 interface Proc { port: number; child: ChildProcess; stop(signal?: NodeJS.Signals): Promise<void> }
 
@@ -75,7 +76,8 @@ afterEach(async () => {
   for (const f of cleanup.splice(0).reverse()) await f().catch(() => {});
 });
 
-describe('--min-replicas', () => {
+// These build their own primary, replica and Sentinels: not on the test cluster.
+describe.skipIf(onCluster)('--min-replicas', () => {
   it('acknowledges a put once a replica has it, and closes the connection (unknown) when none confirms in time', async () => {
     const primary: TestRedis = await startRedis();
     cleanup.push(() => primary.stop());
@@ -98,7 +100,7 @@ describe('--min-replicas', () => {
   }, 30_000);
 });
 
-describe('redis-sentinel://', () => {
+describe.skipIf(onCluster)('redis-sentinel://', () => {
   it('follows a failover to the promoted replica without a restart, and keeps every job the replica had', async () => {
     const primary = await redisProcess([]);
     cleanup.push(() => primary.stop('SIGKILL'));
