@@ -8,7 +8,7 @@ import { createLogger } from '../../src/log.js';
 import { openSidecar, type OpenSidecar } from '../../src/open.js';
 import { freePort, waitForPort, waitForSocket } from './ports.js';
 import { startRedis, type TestRedis } from './redis.js';
-import { registerSidecar, testClusterUrl, testShards } from './topology.js';
+import { registerSidecar, testClusterUrl, testShards, unregisterSidecar } from './topology.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -32,7 +32,7 @@ export async function startRedstalk(opts: TestOptions): Promise<TestSidecar> {
   const options = withTestDefaults(opts);
   const server = await createServer(options);
   registerSidecar(server.port, options.redisUrl, options.prefix);
-  return { port: server.port, prefix: options.prefix, server, stop: () => server.close() };
+  return { port: server.port, prefix: options.prefix, server, stop: () => { unregisterSidecar(server.port); return server.close(); } };
 }
 
 export interface InsideSidecar extends OpenSidecar { port: number; prefix: string; stop(): Promise<void> }
@@ -42,7 +42,7 @@ export async function startInside(opts: TestOptions): Promise<InsideSidecar> {
   const { config } = checkConfig(withTestDefaults(opts));
   const opened = await openSidecar(config, createLogger(config.logLevel));
   registerSidecar(opened.sidecar.port, config.redisUrl, config.prefix);
-  return { ...opened, port: opened.sidecar.port, prefix: config.prefix, stop: () => opened.sidecar.close() };
+  return { ...opened, port: opened.sidecar.port, prefix: config.prefix, stop: () => { unregisterSidecar(opened.sidecar.port); return opened.sidecar.close(); } };
 }
 
 /** redis-server + one in-process redstalk; stop() tears both down. */
@@ -83,6 +83,7 @@ export async function spawnRedstalk(args: string[], env: NodeJS.ProcessEnv = {},
   const arg = (...names: string[]) => { const at = args.findIndex((a) => names.includes(a)); return at >= 0 ? args[at + 1] : undefined; };
   const dataSet = arg('--redis') ?? env.REDSTALK_REDIS_URL ?? `embedded ${arg('-b', '--data-dir') ?? ''}`;
   registerSidecar(socketPath ?? port, dataSet, arg('--prefix') ?? env.REDSTALK_PREFIX ?? 'redstalk');
+  child.once('exit', () => unregisterSidecar(socketPath ?? port));
   return {
     port,
     child,

@@ -19,6 +19,11 @@ export function registerSidecar(port: number | string, redis: string, prefix: st
   prefixes.set(port, `${redis} ${prefix}`);
 }
 
+/** A stopped sidecar's port may be reused by anything (a beanstalkd): it no longer ranks ids. */
+export function unregisterSidecar(port: number | string): void {
+  prefixes.delete(port);
+}
+
 const ranksByPrefix = new Map<string, JobIdRanks>();
 
 /** The id ranks of the data set a port serves, when ids are ranked. */

@@ -11,6 +11,6 @@ export default defineConfig({
     ...base.test,
     include: ['test/integration/**/*.test.ts', 'test/differential/**/*.test.ts'],
     globalSetup: ['test/variants/cluster-setup.ts'],
-    env: { ...base.test?.env, TEST_SHARDS: '12' },
+    env: { ...base.test?.env, TEST_SHARDS: '12', DIFF_SEEDS: process.env.DIFF_SEEDS ?? '1-200' },
   },
 });

@@ -9,6 +9,6 @@ export default defineConfig({
   test: {
     ...base.test,
     include: ['test/integration/**/*.test.ts', 'test/differential/**/*.test.ts'],
-    env: { ...base.test?.env, TEST_SHARDS: '4' },
+    env: { ...base.test?.env, TEST_SHARDS: '4', DIFF_SEEDS: process.env.DIFF_SEEDS ?? '1-200' },
   },
 });
