@@ -4,10 +4,11 @@
 // no reserve-many: on it this scenario plays the plain drain, so the x bs
 // column compares the worker with beanstalkd's plain drain of the same run.
 import { Client, Worker, type Job } from '../clients/node/src/index.js';
+import type { CpuMeter } from './cpu.js';
 import { clock, Ledger } from './ledger.js';
 import { runPhase, type PhaseResult, type ProducerSpec } from './load.js';
-import { measure, type Measurement, type Scenario, type Settings } from './scenarios.js';
-import { startTarget, type RunningTarget, type Target } from './servers.js';
+import { measure, onFreshTarget, type Measurement, type Scenario, type Settings } from './scenarios.js';
+import type { RunningTarget, Target } from './servers.js';
 import { Histogram } from './stats.js';
 
 export const DRAIN_WORKER: Scenario = {
@@ -23,13 +24,7 @@ const PROGRESS_MS = 1000;
 
 export async function measureDrainWorker(scenario: Scenario, target: Target, round: number, settings: Settings): Promise<Measurement> {
   if (target === 'beanstalkd') return measure(scenario, target, round, settings);
-  const server = await startTarget(target, scenario.persistence);
-  process.stderr.write(`== ${scenario.name} on ${target} (round ${round}): ${server.commands.join(' + ')}\n`);
-  try {
-    return await drainWithWorkers(server, scenario, target, round, settings);
-  } finally {
-    await server.stop();
-  }
+  return onFreshTarget(scenario, target, round, 'redstalk-client Workers', (server, meter) => drainWithWorkers(server, meter, scenario, target, round, settings));
 }
 
 /** Jobs still in the server, any state; NaN (a failed check) when it does not answer. */
@@ -46,7 +41,7 @@ async function jobsLeft(port: number): Promise<number> {
   }
 }
 
-async function drainWithWorkers(server: RunningTarget, scenario: Scenario, target: Target, round: number, s: Settings): Promise<Measurement> {
+async function drainWithWorkers(server: RunningTarget, meter: CpuMeter, scenario: Scenario, target: Target, round: number, s: Settings): Promise<Measurement> {
   const label = `${scenario.name} ${target}`;
   const ledger = new Ledger();
   const durationMs = s.durationS * 1000;
@@ -71,7 +66,8 @@ async function drainWithWorkers(server: RunningTarget, scenario: Scenario, targe
   const workers = await Promise.all(Array.from({ length: s.clients }, (_, i) =>
     Worker.start(handler, { port: port(i), prefetch: PREFETCH, reserveTimeoutSec: 1, onError })));
 
-  let windowStart = { at: t0, handled: 0 };
+  const started = { at: t0, handled: 0, cpu: meter.sample() };
+  let windowStart = started;
   let last = { at: t0, handled: 0 };
   let nextProgress = t0 + PROGRESS_MS;
   let measuring = false;
@@ -79,7 +75,7 @@ async function drainWithWorkers(server: RunningTarget, scenario: Scenario, targe
     await new Promise((r) => setTimeout(r, POLL_MS));
     if (!measuring && now - t0 >= warmupMs) {
       measuring = true;
-      windowStart = { at: now, handled };
+      windowStart = { at: now, handled, cpu: meter.sample() };
     }
     if (now >= nextProgress) {
       process.stderr.write(`  ${label}  ${((now - t0) / 1000).toFixed(0).padStart(3)}s  handled ${handled}  (${Math.round(((handled - last.handled) * 1000) / (now - last.at))} jobs/s)\n`);
@@ -87,8 +83,8 @@ async function drainWithWorkers(server: RunningTarget, scenario: Scenario, targe
       nextProgress += PROGRESS_MS;
     }
   }
-  const end = { at: clock(), handled };
-  if (!measuring) windowStart = { at: t0, handled: 0 }; // over before the warm-up was
+  const end = { at: clock(), handled, cpu: meter.sample() };
+  if (!measuring) windowStart = started; // over before the warm-up was
   // Graceful: the prefetched and unstarted go back to the server, every delete is answered.
   await Promise.all(workers.map((w) => w.stop()));
 
@@ -123,5 +119,6 @@ async function drainWithWorkers(server: RunningTarget, scenario: Scenario, targe
     fill: { jobs: filled.puts, ms: filled.elapsedMs },
     errors,
     check: { ...checked, leftInServer, lost: checked.inserted - checked.reserved - leftInServer },
+    cpu: meter.use(await windowStart.cpu, await end.cpu, windowJobs),
   };
 }

@@ -68,9 +68,12 @@ export class Ledger {
       this.unknownBodies++;
       return false;
     }
-    this.seen.bump(body.readUInt32LE(at), body.readUInt32LE(at + 4));
+    this.handedOut(body.readUInt32LE(at), body.readUInt32LE(at + 4));
     return true;
   }
+
+  /** Records that a job was handed to a consumer, by its producer and sequence number. */
+  handedOut(producer: number, seq: number): void { this.seen.bump(producer, seq); }
 
   check(): LedgerCheck {
     const result: LedgerCheck = { inserted: 0, reserved: 0, duplicates: 0, unknown: this.unknownBodies };

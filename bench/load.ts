@@ -5,12 +5,13 @@
 // has finished its own work (a producer its count, a draining consumer an
 // empty queue), and always waits for the replies it is owed.
 import net from 'node:net';
+import type { CpuMeter, CpuSample } from './cpu.js';
 import { clock, intendedAt, sentAt, writeJobId, type Ledger } from './ledger.js';
 import { Reply, ReplyParser, type ReplyHandler } from './replies.js';
 import { Histogram } from './stats.js';
 
-export interface ProducerSpec { port: number; /** unique across the run: it is written into each body */ index: number; pri: number; /** stop after this many puts */ limit: number }
-export interface ConsumerSpec { port: number; /** reserve-with-timeout 0 and stop at the first TIMED_OUT, else block in reserve */ untilEmpty: boolean }
+export interface ProducerSpec { port: number; /** unique across the run: it is written into each body */ index: number; pri: number; /** stop after this many puts */ limit: number; /** `use` it (else default) */ tube?: string }
+export interface ConsumerSpec { port: number; /** reserve-with-timeout 0 and stop at the first TIMED_OUT, else block in reserve */ untilEmpty: boolean; /** watch it alone (else default) */ tube?: string }
 
 export interface PhaseOptions {
   label: string;
@@ -31,6 +32,8 @@ export interface PhaseOptions {
    */
   maxWaiting?: number;
   ledger: Ledger;
+  /** Sampled at the start and the end of the measurement window. */
+  meter?: CpuMeter;
 }
 
 export interface PhaseResult {
@@ -53,6 +56,8 @@ export interface PhaseResult {
   endToEndFromSend: Histogram;
   /** Open loop: how late the generator sent each put after its intended time. */
   sendLag: Histogram;
+  /** The meter's samples at the window's start and end. */
+  cpuWindow?: { from: CpuSample; to: CpuSample };
 }
 
 const TTR = 3600; // long enough that no reservation expires during a run: a second reserve would be a bug
@@ -110,7 +115,7 @@ class Phase {
 
 abstract class Client implements ReplyHandler {
   protected readonly socket: net.Socket;
-  private readonly parser = new ReplyParser(this);
+  private parser = new ReplyParser(this);
   /** Send times of the outstanding commands, a ring in send order (replies come in order). */
   private readonly sendTimes: Float64Array;
   private head = 0;
@@ -118,7 +123,8 @@ abstract class Client implements ReplyHandler {
   protected outstanding = 0;
   private done = false;
 
-  constructor(protected readonly phase: Phase, port: number, depth: number) {
+  /** `setup`: commands answered before the client starts (choosing its tube). */
+  constructor(protected readonly phase: Phase, port: number, depth: number, private readonly setup: string[]) {
     this.sendTimes = new Float64Array(2 * depth + 2); // a consumer may owe a delete per reserve
     phase.clientStarted();
     this.socket = net.connect(port, '127.0.0.1');
@@ -132,10 +138,25 @@ abstract class Client implements ReplyHandler {
     this.socket.on('close', () => this.lost('connection closed by server'));
   }
 
+  /** Connected, and the setup commands answered USING / WATCHING. */
   connected(): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.socket.once('connect', resolve);
       this.socket.once('close', () => reject(new Error('could not connect')));
+      this.socket.once('connect', () => {
+        if (!this.setup.length) return resolve();
+        let owed = this.setup.length;
+        const main = this.parser;
+        this.parser = new ReplyParser({
+          onLine: (kind, data, start, end) => {
+            if (kind !== Reply.Tube) this.unexpected(data, start, end);
+            if (--owed > 0) return;
+            this.parser = main;
+            resolve();
+          },
+          onReserved: (data, idStart, idEnd) => this.unexpected(data, idStart - 9, idEnd),
+        });
+        this.socket.write(this.setup.join(''));
+      });
     });
   }
 
@@ -188,7 +209,7 @@ class Producer extends Client {
   private replies = 0;
 
   constructor(phase: Phase, private readonly spec: ProducerSpec, private readonly depth: number) {
-    super(phase, spec.port, depth);
+    super(phase, spec.port, depth, spec.tube ? [`use ${spec.tube}\r\n`] : []);
     const { payload } = phase.opts;
     const header = Buffer.from(`put ${spec.pri} 0 ${TTR} ${payload}\r\n`);
     this.template = Buffer.alloc(header.length + payload + 2, 'x');
@@ -248,7 +269,7 @@ class Consumer extends Client {
   private readonly reserve: Buffer;
 
   constructor(phase: Phase, private readonly spec: ConsumerSpec, private readonly depth: number) {
-    super(phase, spec.port, depth);
+    super(phase, spec.port, depth, spec.tube ? [`watch ${spec.tube}\r\n`, 'ignore default\r\n'] : []);
     this.reserve = spec.untilEmpty ? RESERVE_NOW : RESERVE_BLOCKING;
   }
 
@@ -332,11 +353,12 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
     throw err;
   }
 
-  const t0 = clock();
+  const mark = () => ({ at: clock(), puts: phase.puts, deletes: phase.deletes, cpu: opts.meter?.sample() });
+  const started = mark();
+  const t0 = started.at;
   phase.startedAt = t0;
-  let windowStart = { at: t0 + opts.warmupMs, puts: 0, deletes: 0 };
+  let windowStart = { ...started, at: t0 + opts.warmupMs };
   let windowEnd: typeof windowStart | null = null;
-  const mark = () => ({ at: clock(), puts: phase.puts, deletes: phase.deletes });
   const warmup = setTimeout(() => { phase.measuring = true; windowStart = mark(); }, opts.warmupMs);
   const stop = setTimeout(() => {
     windowEnd = mark();
@@ -356,7 +378,8 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
   clearInterval(progress);
 
   const window = windowEnd ?? end; // the work ran out before the duration did
-  if (window.at <= windowStart.at) windowStart = { at: t0, puts: 0, deletes: 0 }; // over before the warm-up was
+  if (window.at <= windowStart.at) windowStart = started; // over before the warm-up was
+  const [from, to] = await Promise.all([windowStart.cpu, window.cpu]);
   return {
     windowMs: window.at - windowStart.at,
     elapsedMs: end.at - t0,
@@ -371,5 +394,6 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
     endToEnd: phase.endToEnd,
     endToEndFromSend: phase.endToEndFromSend,
     sendLag: phase.sendLag,
+    cpuWindow: from && to && { from, to },
   };
 }

@@ -6,7 +6,7 @@ const LF = 10;
 const SPACE = 32;
 const ZERO = 48;
 
-export const enum Reply { Inserted, Reserved, Deleted, TimedOut, Other }
+export const enum Reply { Inserted, Reserved, Deleted, TimedOut, /** USING or WATCHING */ Tube, Other }
 
 export interface ReplyHandler {
   /** One reply line (without its CRLF) at data[start, end). */
@@ -20,6 +20,8 @@ function kindOf(data: Buffer, at: number): Reply {
     case 0x49: return Reply.Inserted; // INSERTED <id>
     case 0x54: return data[at + 1] === 0x49 ? Reply.TimedOut : Reply.Other; // TIMED_OUT
     case 0x44: return data[at + 2] === 0x4c ? Reply.Deleted : Reply.Other; // DELETED (not DEADLINE_SOON / DRAINING)
+    case 0x55: return data[at + 1] === 0x53 ? Reply.Tube : Reply.Other; // USING (not UNKNOWN_COMMAND)
+    case 0x57: return Reply.Tube; // WATCHING
     default: return Reply.Other;
   }
 }

@@ -1,12 +1,14 @@
 // Turns measurements into the table (stdout) and the JSON file: rounds of the
-// same scenario and target are added up (jobs over time, histograms merged),
-// and each redstalk row is divided by the beanstalkd row of the same run.
+// same scenario and target are added up (jobs over time, histograms merged,
+// CPU seconds over jobs), and each redstalk row is divided by the beanstalkd
+// and the bullmq row of the same run.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { combineUse, roleUsPerJob, type CpuUse } from './cpu.js';
 import { LATENCY_OF, SCENARIOS, type Measurement, type Settings } from './scenarios.js';
-import type { Target } from './servers.js';
+import { TARGETS, type Target } from './servers.js';
 import { formatNumber, formatTable, Histogram, type LatencySummary } from './stats.js';
 
 export interface Row {
@@ -21,6 +23,8 @@ export interface Row {
   duplicates: number;
   unknown: number;
   errors: number;
+  /** CPU per job of each process (by label), all rounds together. */
+  cpu: CpuUse[];
 }
 
 function sum<T>(items: T[], of: (t: T) => number): number {
@@ -39,7 +43,7 @@ export function aggregate(measurements: Measurement[]): Row[] {
     const key = `${m.scenario}\0${m.target}`;
     groups.set(key, [...(groups.get(key) ?? []), m]);
   }
-  const order = (r: Row) => SCENARIOS.findIndex((s) => s.name === r.scenario) * 2 + (r.target === 'redstalk' ? 0 : 1);
+  const order = (r: Row) => SCENARIOS.findIndex((s) => s.name === r.scenario) * TARGETS.length + TARGETS.indexOf(r.target);
   return [...groups.values()].map((ms): Row => {
     const { scenario, target } = ms[0]!;
     const { workload } = SCENARIOS.find((s) => s.name === scenario)!;
@@ -54,6 +58,7 @@ export function aggregate(measurements: Measurement[]): Row[] {
       duplicates: sum(ms, (m) => m.check.duplicates),
       unknown: sum(ms, (m) => m.check.unknown),
       errors: sum(ms, (m) => sum(Object.values(m.errors), (n) => n)),
+      cpu: combineUse(ms),
     };
   }).sort((a, b) => order(a) - order(b));
 }
@@ -68,15 +73,16 @@ function peer(rows: Row[], row: Row, target: Target): Row | undefined {
 
 export function table(rows: Row[]): string {
   const body = rows.map((r) => {
-    const bs = r.target === 'redstalk' ? peer(rows, r, 'beanstalkd') : undefined;
+    const [bs, bullmq] = r.target === 'redstalk' ? [peer(rows, r, 'beanstalkd'), peer(rows, r, 'bullmq')] : [];
     return [
-      r.scenario, r.target, r.jobsPerSec, bs ? r.jobsPerSec / bs.jobsPerSec : '',
+      r.scenario, r.target, r.jobsPerSec, bs ? r.jobsPerSec / bs.jobsPerSec : '', bullmq ? r.jobsPerSec / bullmq.jobsPerSec : '',
+      roleUsPerJob(r.cpu, 'client'), roleUsPerJob(r.cpu, 'server'), roleUsPerJob(r.cpu, 'redis'),
       r.latency.p50, r.latency.p99, r.latency.p999, bs ? r.latency.p99 / bs.latency.p99 : '',
       r.latencyOf, r.lost, r.duplicates + r.unknown, r.errors,
     ];
   });
   return formatTable(
-    ['scenario', 'target', 'jobs/s', 'x bs', 'p50 ms', 'p99 ms', 'p99.9 ms', 'p99 x bs', 'latency of', 'lost', 'dup', 'errors'],
+    ['scenario', 'target', 'jobs/s', 'x bs', 'x bullmq', 'client µs', 'server µs', 'redis µs', 'p50 ms', 'p99 ms', 'p99.9 ms', 'p99 x bs', 'latency of', 'lost', 'dup', 'errors'],
     body,
   );
 }
@@ -104,6 +110,13 @@ export function comparisons(rows: Row[]): string[] {
       return [`${r.target} ${change >= 0 ? '+' : ''}${change.toFixed(1)}% jobs/s`];
     });
     if (parts.length) lines.push(`${s.name} vs ${s.baseline}: ${parts.join(', ')}`);
+  }
+  for (const r of rows) {
+    const bullmq = r.target === 'redstalk' ? peer(rows, r, 'bullmq') : undefined;
+    if (!bullmq) continue;
+    const us = (row: Row) => sum(row.cpu, (u) => u.usPerJob);
+    lines.push(`${r.scenario} redstalk / bullmq: ${formatNumber(r.jobsPerSec / bullmq.jobsPerSec)}x jobs/s; CPU µs per job, all processes: `
+      + `redstalk ${formatNumber(us(r))} (generator + sidecar + redis), bullmq ${formatNumber(us(bullmq))} (BullMQ clients + redis): ${formatNumber(us(r) / us(bullmq))}x`);
   }
   return lines;
 }
@@ -157,6 +170,7 @@ export function writeJson(file: string, settings: Settings, measurements: Measur
       latency: summaries(m),
       check: m.check,
       errors: m.errors,
+      cpu: m.cpu,
     })),
   };
   mkdirSync(path.dirname(file), { recursive: true });

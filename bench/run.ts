@@ -1,33 +1,38 @@
-// npm run bench [-- options]: redstalk against the real beanstalkd, scenario
-// by scenario, interleaved, on fresh servers; the table goes to stdout,
-// progress to stderr, everything to a JSON file. See bench/README.md.
+// npm run bench [-- options]: redstalk against the real beanstalkd and BullMQ,
+// scenario by scenario, interleaved, on fresh servers; the table goes to
+// stdout, progress to stderr, everything to a JSON file. See bench/README.md.
 import { parseArgs } from 'node:util';
+import { measureBullmq } from './bullmq.js';
+import { DRAIN_WORKER, measureDrainWorker } from './drain-worker.js';
 import { ID_BYTES } from './ledger.js';
 import { aggregate, comparisons, failed, table, writeJson } from './report.js';
-import { measure, SCENARIOS, type Measurement, type Scenario, type Settings } from './scenarios.js';
-import { hasBeanstalkd, stopEverything, type Target } from './servers.js';
-import { DRAIN_WORKER, measureDrainWorker } from './drain-worker.js';
+import { SCALE_SCENARIOS, scaleReport } from './scale.js';
+import { measure, SCENARIOS, targetsOf, type Measurement, type Scenario, type Settings } from './scenarios.js';
+import { hasBeanstalkd, stopEverything, TARGETS, type Target } from './servers.js';
 
 // drain-worker (drain-worker.ts) has its own consumers: listed right after drain, measured by its own function.
 SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'drain') + 1, 0, DRAIN_WORKER);
+// scale (scale.ts): redstalk on one Redis and on a Redis Cluster, last.
+SCENARIOS.push(...SCALE_SCENARIOS);
+const GROUPS = [...new Set(SCENARIOS.flatMap((s) => (s.group ? [s.group] : [])))];
 
 const USAGE = `npm run bench -- [options]
 
   --duration S      seconds of load per scenario and target (default 10, --quick 3)
-  --clients N       connections (default 50; mixed and latency: half put, half reserve)
+  --clients N       connections (default 50; mixed and latency: half put, half reserve; scale: N put and N reserve)
   --payload BYTES   job size (default 100, at least ${ID_BYTES})
   --depth N         commands in flight per connection when pipelined (default 100)
   --rate N          puts/s of the fixed-rate latency scenario (default 1000)
   --fill N          jobs queued before mixed-backlog, and at most before drain (default 1000000, --quick 100000)
   --fill-seconds S  upper bound on that filling (default 300)
-  --scenarios a,b   which scenarios (default all, below)
-  --targets a,b     redstalk, beanstalkd (default both; beanstalkd where installed)
+  --scenarios a,b   which scenarios or groups (${GROUPS.join(', ')}) (default all, below)
+  --targets a,b     ${TARGETS.join(', ')} (default all; beanstalkd where installed); each plays the scenarios it can
   --rounds N        play every scenario N times on each target (default 2, --quick 1)
   --json FILE       where the results go (default bench/results/latest.json)
   --quick           short run: --duration 3 --fill 100000 --rounds 1
 
-Scenarios (request/response unless pipelined):
-${SCENARIOS.map((s) => `  ${s.name.padEnd(18)}${s.what}`).join('\n')}
+Scenarios (request/response unless pipelined), the targets that play them:
+${SCENARIOS.map((s) => `  ${s.name.padEnd(24)}${s.what} [${targetsOf(s).join(', ')}]`).join('\n')}
 `;
 
 function positive(name: string, value: string | undefined, fallback: number): number {
@@ -68,18 +73,22 @@ function parse() {
   };
   if (settings.payload < ID_BYTES) throw new Error(`--payload must be at least ${ID_BYTES}: each job carries its id and send time`);
   if (settings.clients < 2) throw new Error('--clients must be at least 2: mixed runs producers and consumers');
-  const allTargets: Target[] = ['redstalk', 'beanstalkd'];
-  const targets = pick('target', values.targets, allTargets, hasBeanstalkd ? allTargets : ['redstalk']);
+  const targets = pick('target', values.targets, TARGETS, TARGETS.filter((t) => t !== 'beanstalkd' || hasBeanstalkd));
   if (targets.includes('beanstalkd') && !hasBeanstalkd) throw new Error('beanstalkd is not installed (apt-get install beanstalkd)');
-  if (!hasBeanstalkd) process.stderr.write('beanstalkd is not installed: measuring redstalk alone, no ratios\n');
-  const names = pick('scenario', values.scenarios, SCENARIOS.map((s) => s.name), SCENARIOS.map((s) => s.name));
+  if (!hasBeanstalkd) process.stderr.write('beanstalkd is not installed: measuring without it, no x bs ratios\n');
+  const names = pick('scenario', values.scenarios, [...SCENARIOS.map((s) => s.name), ...GROUPS], SCENARIOS.map((s) => s.name));
   return {
     settings,
     targets,
-    scenarios: SCENARIOS.filter((s) => names.includes(s.name)),
+    scenarios: SCENARIOS.filter((s) => names.includes(s.name) || (s.group !== undefined && names.includes(s.group))),
     rounds: positive('rounds', values.rounds, values.quick ? 1 : 2),
     json: values.json ?? 'bench/results/latest.json',
   };
+}
+
+function measureOne(scenario: Scenario, target: Target, round: number, settings: Settings): Promise<Measurement> {
+  if (target === 'bullmq') return measureBullmq(scenario, round, settings);
+  return (scenario === DRAIN_WORKER ? measureDrainWorker : measure)(scenario, target, round, settings);
 }
 
 /** The scenarios in order, each one that names a selected baseline moved next to it. */
@@ -99,13 +108,13 @@ async function main(): Promise<number> {
     for (let round = 1; round <= rounds; round++) {
       const order = round % 2 ? targets : [...targets].reverse();
       for (const target of order) {
-        for (const scenario of block) measurements.push(await (scenario === DRAIN_WORKER ? measureDrainWorker : measure)(scenario, target, round, settings));
+        for (const scenario of block.filter((s) => targetsOf(s).includes(target))) measurements.push(await measureOne(scenario, target, round, settings));
       }
     }
   }
   const rows = aggregate(measurements);
   process.stdout.write(`${table(rows)}\n`);
-  for (const line of comparisons(rows)) process.stdout.write(`${line}\n`);
+  for (const line of [...comparisons(rows), ...scaleReport(rows)]) process.stdout.write(`${line}\n`);
   writeJson(json, settings, measurements, rows);
   process.stderr.write(`results written to ${json}\n`);
   const failures = rows.filter(failed);

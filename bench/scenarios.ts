@@ -1,35 +1,47 @@
 // What the benchmark measures: each scenario is a workload (put / drain /
 // mixed / fixed rate) under a persistence mode, played in the same way
-// against redstalk and against beanstalkd, each time on a fresh server.
+// against redstalk and against beanstalkd (and BullMQ, bullmq.ts), each time
+// on a fresh server, with the CPU per job of every process involved.
 import { Wire, yamlMap } from '../test/helpers/wire.js';
+import { CpuMeter, type CpuUse, type Watched } from './cpu.js';
 import { Ledger, type LedgerCheck } from './ledger.js';
 import { runPhase, type ConsumerSpec, type PhaseResult, type ProducerSpec } from './load.js';
-import { startTarget, type Persistence, type RunningTarget, type Target } from './servers.js';
+import { startTarget, type RunningTarget, type Target, type TargetOptions } from './servers.js';
 import type { Histogram } from './stats.js';
 
 export type Workload = 'put' | 'drain' | 'mixed' | 'rate';
 
-export interface Scenario {
+/** The servers (TargetOptions: persistence, sidecars, replica, cluster, shards, workers; beanstalkd takes the persistence only) and the load. */
+export interface Scenario extends TargetOptions {
   name: string;
   what: string;
   workload: Workload;
-  persistence: Persistence;
   /** Up to `depth` commands in flight per connection instead of one. */
   pipelined: boolean;
   /** `fill` jobs queued (behind the measured ones) before the measurement. */
   backlog?: boolean;
-  /** redstalk sidecars on the one Redis, clients spread across them. */
-  sidecars?: number;
-  /** redstalk's Redis gets a local replica, and the sidecars --min-replicas 1 (beanstalkd has no replication). */
-  replica?: boolean;
   /** The scenario this one is compared with, target by target. */
   baseline?: string;
+  /** Who plays it (default redstalk and beanstalkd). */
+  targets?: Target[];
+  /** Jobs spread over this many tubes (producers `use`, consumers `watch` one each) instead of default. */
+  tubes?: number;
+  /** mixed: --clients producers and --clients consumers, instead of half and half. */
+  clientsEach?: boolean;
+  /** --scenarios also takes this name for all scenarios of the group. */
+  group?: string;
 }
 
+/** Who plays a scenario that names no targets. */
+export const DEFAULT_TARGETS: Target[] = ['redstalk', 'beanstalkd'];
+const WITH_BULLMQ: Target[] = [...DEFAULT_TARGETS, 'bullmq'];
+
+export const targetsOf = (scenario: Scenario): Target[] => scenario.targets ?? DEFAULT_TARGETS;
+
 export const SCENARIOS: Scenario[] = [
-  { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms)' },
-  { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog' },
-  { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog' },
+  { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms); bullmq: Queue.add' },
+  { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: Workers' },
+  { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + Workers' },
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
   { name: 'mixed-2-sidecars', workload: 'mixed', persistence: 'everysec', pipelined: false, sidecars: 2, baseline: 'mixed', what: 'mixed, clients split across two sidecars on one Redis (beanstalkd: one server), compared with mixed' },
   { name: 'put-min-replicas', workload: 'put', persistence: 'everysec', pipelined: false, replica: true, baseline: 'put', what: 'put, with a local replica and --min-replicas 1 (a WAIT per batch), compared with put' },
@@ -76,6 +88,8 @@ export interface Measurement {
   /** Unexpected replies and connection failures, fill included. */
   errors: Record<string, number>;
   check: LedgerCheck & { leftInServer: number; lost: number };
+  /** CPU of every process in the window (client: this benchmark process). */
+  cpu: CpuUse[];
 }
 
 const PRI = 100;
@@ -83,20 +97,24 @@ const PRI = 100;
 const BACKLOG_PRI = 1000;
 const WARMUP_MS = 1000;
 
-/** Assigns unique producer indices and spreads connections over the server's ports. */
+export const tubeName = (i: number) => `tube-${i}`;
+
+/** Assigns unique producer indices, spreads connections over the server's ports, and tubes over pairs of them. */
 class Clients {
   private nextIndex = 0;
   private nextPort = 0;
-  constructor(private readonly ports: number[]) {}
+  constructor(private readonly ports: number[], private readonly tubes = 0) {}
 
   private port(): number { return this.ports[this.nextPort++ % this.ports.length]!; }
+  /** The k-th producer (consumer) of a phase: clients 2t and 2t+1 share a tube, on two ports when there are two. */
+  private tube(k: number): string | undefined { return this.tubes ? tubeName(Math.floor(k / 2) % this.tubes) : undefined; }
 
   producers(n: number, pri: number, limit: number): ProducerSpec[] {
-    return Array.from({ length: n }, () => ({ port: this.port(), index: this.nextIndex++, pri, limit }));
+    return Array.from({ length: n }, (_, k) => ({ port: this.port(), index: this.nextIndex++, pri, limit, tube: this.tube(k) }));
   }
 
   consumers(n: number, untilEmpty: boolean): ConsumerSpec[] {
-    return Array.from({ length: n }, () => ({ port: this.port(), untilEmpty }));
+    return Array.from({ length: n }, (_, k) => ({ port: this.port(), untilEmpty, tube: this.tube(k) }));
   }
 }
 
@@ -114,19 +132,36 @@ async function jobsLeft(port: number): Promise<number> {
   }
 }
 
-export async function measure(scenario: Scenario, target: Target, round: number, settings: Settings): Promise<Measurement> {
-  const server = await startTarget(target, scenario.persistence, target === 'redstalk' ? scenario.sidecars : 1, scenario.replica === true);
+/**
+ * Plays `run` on a fresh server of the target, with a CPU meter on its
+ * processes and on this one (as `client`), and stops the server afterwards.
+ */
+export async function onFreshTarget(
+  scenario: Scenario, target: Target, round: number, client: string,
+  run: (server: RunningTarget, meter: CpuMeter) => Promise<Measurement>,
+): Promise<Measurement> {
+  const server = await startTarget(target, scenario);
   process.stderr.write(`== ${scenario.name} on ${target} (round ${round}): ${server.commands.join(' + ')}\n`);
   try {
-    return await measureOn(server, scenario, target, round, settings);
+    const self: Watched = { role: 'client', label: client, pids: [process.pid] };
+    const meter = await CpuMeter.open([self, ...server.watched]);
+    try {
+      return await run(server, meter);
+    } finally {
+      meter.close();
+    }
   } finally {
     await server.stop();
   }
 }
 
-async function measureOn(server: RunningTarget, scenario: Scenario, target: Target, round: number, s: Settings): Promise<Measurement> {
+export function measure(scenario: Scenario, target: Target, round: number, settings: Settings): Promise<Measurement> {
+  return onFreshTarget(scenario, target, round, 'load generator', (server, meter) => measureOn(server, meter, scenario, target, round, settings));
+}
+
+async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scenario, target: Target, round: number, s: Settings): Promise<Measurement> {
   const ledger = new Ledger();
-  const clients = new Clients(server.ports);
+  const clients = new Clients(server.ports, scenario.tubes);
   const label = `${scenario.name} ${target}`;
   const depth = scenario.pipelined ? s.depth : 1;
   const durationMs = s.durationS * 1000;
@@ -147,30 +182,33 @@ async function measureOn(server: RunningTarget, scenario: Scenario, target: Targ
     addErrors(result.errors);
   }
 
-  const half = Math.floor(s.clients / 2);
+  const producers = scenario.clientsEach ? s.clients : Math.floor(s.clients / 2);
+  const consumers = scenario.clientsEach ? s.clients : s.clients - producers;
   const plan = {
     put: () => ({ producers: clients.producers(s.clients, PRI, Infinity), consumers: [] }),
     drain: () => ({ producers: [], consumers: clients.consumers(s.clients, true) }),
-    mixed: () => ({ producers: clients.producers(half, PRI, Infinity), consumers: clients.consumers(s.clients - half, false), maxWaiting: 2 * (s.clients - half) }),
-    rate: () => ({ producers: clients.producers(half, PRI, Infinity), consumers: clients.consumers(s.clients - half, false), rate: s.rate }),
+    mixed: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
+    rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: s.rate }),
   }[scenario.workload]();
-  const load = await runPhase({ ...phase, ...plan, label, depth, durationMs });
+  const load = await runPhase({ ...phase, ...plan, label, depth, durationMs, meter });
   addErrors(load.errors);
 
   const leftInServer = await jobsLeft(server.ports[0]!);
   const checked = ledger.check();
   const putOnly = scenario.workload === 'put';
+  const jobs = putOnly ? load.windowPuts : load.windowDeletes;
   return {
     scenario: scenario.name,
     target,
     round,
     commands: server.commands,
-    jobs: putOnly ? load.windowPuts : load.windowDeletes,
+    jobs,
     windowMs: load.windowMs,
     latency: { put: load.putRtt, drain: load.reserveRtt, mixed: load.endToEnd, rate: load.endToEnd }[scenario.workload],
     load,
     fill,
     errors,
     check: { ...checked, leftInServer, lost: checked.inserted - checked.reserved - leftInServer },
+    cpu: load.cpuWindow ? meter.use(load.cpuWindow.from, load.cpuWindow.to, jobs) : [],
   };
 }

@@ -1,24 +1,47 @@
 // The servers under test, each a child process of the benchmark on a free
 // loopback port: redis-server (with the persistence asked for, data in a
-// temporary folder) plus one or two redstalk sidecars, or the real beanstalkd.
-// Every process started here is remembered so that it is stopped, by its own
-// PID, when the run ends or is interrupted.
+// temporary folder; or a Redis Cluster) plus one or more redstalk sidecars,
+// the real beanstalkd, or a redis-server alone for BullMQ. Every process
+// started here is remembered so that it is stopped, by its own PID, when the
+// run ends or is interrupted; each is also named with its PIDs for the CPU
+// meter (cpu.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, loopback, waitUntilAccepting } from '../src/cli/ports.js';
+import { Wire, yamlMap } from '../test/helpers/wire.js';
+import type { Watched } from './cpu.js';
 
 export { hasBeanstalkd } from '../test/helpers/beanstalkd.js';
 
-export type Target = 'redstalk' | 'beanstalkd';
+export type Target = 'redstalk' | 'beanstalkd' | 'bullmq';
+export const TARGETS: readonly Target[] = ['redstalk', 'beanstalkd', 'bullmq'];
 /** everysec: redis AOF fsync every second / beanstalkd binlog (fsync every 50 ms); always: fsync each write; memory: neither. */
 export type Persistence = 'everysec' | 'always' | 'memory';
 
+export interface TargetOptions {
+  persistence: Persistence;
+  /** redstalk sidecars on the one data set, clients spread across them. */
+  sidecars?: number;
+  /** redstalk's Redis gets a local replica, and the sidecars --min-replicas 1. */
+  replica?: boolean;
+  /** redstalk on a Redis Cluster of this many primaries (no replicas, no persistence) instead of one redis-server. */
+  clusterPrimaries?: number;
+  /** --shards of each sidecar. */
+  shards?: number;
+  /** --workers of each sidecar. */
+  workers?: number;
+}
+
 export interface RunningTarget {
-  /** Where clients connect: one port per sidecar (beanstalkd: one). */
+  /** Where clients connect: one port per sidecar (beanstalkd: one; bullmq: none). */
   ports: number[];
+  /** The primary redis-servers (bullmq: its Redis). */
+  redisPorts: number[];
+  /** The processes whose CPU is measured. */
+  watched: Watched[];
   /** The command lines started, for the report. */
   commands: string[];
   stop(): Promise<void>;
@@ -33,6 +56,7 @@ interface Launched { child: ChildProcess; command: string; output(): string }
 
 const alive = new Set<ChildProcess>();
 const tempDirs = new Set<string>();
+const clusters = new Set<{ stop(): Promise<void> }>();
 
 /** Extra redstalk flags for tuning runs, e.g. REDSTALK_BENCH_FLAGS='--batch-inflight 2'. */
 const SIDECAR_FLAGS = (process.env.REDSTALK_BENCH_FLAGS ?? '').split(' ').filter(Boolean);
@@ -90,47 +114,51 @@ const BEANSTALKD_PERSISTENCE: Record<Persistence, (dir: string) => string[]> = {
   memory: () => [],
 };
 
-async function startRedstalk(persistence: Persistence, sidecars: number, replica: boolean): Promise<RunningTarget> {
-  const dir = tempDir('redis');
-  const redisPort = await freePort();
-  const redisArgs = (port: number, folder: string) => [
-    '--port', String(port), '--bind', '127.0.0.1', '--dir', folder, '--save', '',
+/** The Redis a target keeps its data in: one redis-server (and its replica) or a cluster. */
+interface RedisUnderTest {
+  url: string;
+  primaries: number[];
+  watched: Watched[];
+  commands: string[];
+  stop(): Promise<void>;
+}
+
+/** A fresh redis-server (redstalk's or BullMQ's: the same settings), with a local replica when asked. */
+async function startRedis(persistence: Persistence, replica: boolean): Promise<RedisUnderTest> {
+  const args = (port: number, dir: string) => [
+    '--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '',
     ...REDIS_PERSISTENCE[persistence], '--maxmemory-policy', 'noeviction', '--daemonize', 'no', '--loglevel', 'warning',
   ];
-  const redis = await launch('redis-server', redisArgs(redisPort, dir), redisPort);
-  const started: Launched[] = [];
-  const replicaFlags: string[] = [];
-  if (replica) {
-    const replicaPort = await freePort();
-    started.push(await launch('redis-server', [...redisArgs(replicaPort, tempDir('replica')), '--replicaof', '127.0.0.1', String(redisPort)], replicaPort));
-    await replicaInSync(redisPort);
-    replicaFlags.push('--min-replicas', '1');
-  }
-  const ports: number[] = [];
-  try {
-    for (let i = 0; i < sidecars; i++) {
-      const port = await freePort();
-      started.push(await launch(process.execPath, [
-        '--import', 'tsx', 'src/cli.ts', '--redis', `redis://127.0.0.1:${redisPort}`,
-        '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...replicaFlags, ...SIDECAR_FLAGS,
-      ], port));
-      ports.push(port);
+  const started: Array<Launched & { dir: string; port: number; label: string }> = [];
+  const stop = async () => {
+    for (const s of [...started].reverse()) {
+      await stopProcess(s.child);
+      removeDir(s.dir);
     }
+  };
+  const start = async (label: string, extra: string[] = []) => {
+    const port = await freePort();
+    const dir = tempDir(label.replace(' ', '-'));
+    started.push({ ...(await launch('redis-server', [...args(port, dir), ...extra], port)), dir, port, label });
+    return port;
+  };
+  try {
+    const port = await start('redis');
+    if (replica) {
+      await start('redis replica', ['--replicaof', '127.0.0.1', String(port)]);
+      await replicaInSync(port);
+    }
+    return {
+      url: `redis://127.0.0.1:${port}`,
+      primaries: [port],
+      watched: started.map((s) => ({ role: 'redis', label: s.label, pids: [s.child.pid!], redisPort: s.port })),
+      commands: started.map((s) => s.command),
+      stop,
+    };
   } catch (err) {
-    await Promise.all(started.map((s) => stopProcess(s.child)));
-    await stopProcess(redis.child);
-    removeDir(dir);
+    await stop();
     throw err;
   }
-  return {
-    ports,
-    commands: [redis.command, ...started.map((s) => s.command)],
-    async stop() {
-      await Promise.all(started.map((s) => stopProcess(s.child)));
-      await stopProcess(redis.child);
-      removeDir(dir);
-    },
-  };
 }
 
 /** Waits until the replica of the Redis at `port` has everything (WAIT 1 answers 1). */
@@ -148,12 +176,97 @@ async function replicaInSync(port: number): Promise<void> {
   }
 }
 
+/** A private Redis Cluster (test/helpers/cluster.ts: no replicas, no persistence, slots split evenly); its primaries in slot order. */
+async function startRedisCluster(primaries: number): Promise<RedisUnderTest> {
+  const { startCluster } = await import('../test/helpers/cluster.js');
+  const cluster = await startCluster({ primaries });
+  clusters.add(cluster);
+  const stop = async () => {
+    await cluster.stop();
+    clusters.delete(cluster);
+  };
+  try {
+    const ports = (await cluster.nodes()).filter((n) => n.slots.length).sort((a, b) => a.slots[0]![0] - b.slots[0]![0]).map((n) => n.port);
+    const pids = await Promise.all(ports.map(async (p) => Number(/^process_id:(\d+)/m.exec(String(await cluster.call(p, 'INFO', 'server')))?.[1])));
+    return {
+      url: cluster.url,
+      primaries: ports,
+      watched: ports.map((port, i) => ({ role: 'redis', label: `redis ${i + 1}`, pids: [pids[i]!], redisPort: port })),
+      commands: [`redis-server x${primaries} --cluster-enabled yes --appendonly no --save "" (test/helpers/cluster.ts), ${cluster.url}`],
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The PIDs of a sidecar's workers, as `stats` tells them, once each of the `workers` has taken a connection. */
+async function workerPids(port: number, workers: number): Promise<number[]> {
+  const pids = new Set<number>();
+  const until = Date.now() + START_TIMEOUT_MS;
+  while (pids.size < workers) {
+    if (Date.now() > until) throw new Error(`only ${pids.size} of ${workers} workers on port ${port} took a connection`);
+    const wire = await Wire.connect(port);
+    try {
+      pids.add(Number(yamlMap(await wire.cmd('stats')).pid));
+    } finally {
+      wire.close();
+    }
+    if (pids.size < workers) await new Promise((r) => setTimeout(r, 20));
+  }
+  return [...pids];
+}
+
+async function startRedstalk(o: TargetOptions): Promise<RunningTarget> {
+  const redis = o.clusterPrimaries ? await startRedisCluster(o.clusterPrimaries) : await startRedis(o.persistence, o.replica === true);
+  const flags = [
+    ...(o.replica ? ['--min-replicas', '1'] : []),
+    ...(o.shards ? ['--shards', String(o.shards)] : []),
+    ...(o.workers ? ['--workers', String(o.workers)] : []),
+    ...SIDECAR_FLAGS,
+  ];
+  const sidecars: Launched[] = [];
+  const ports: number[] = [];
+  const watched: Watched[] = [];
+  const stop = async () => {
+    await Promise.all(sidecars.map((s) => stopProcess(s.child)));
+    await redis.stop();
+  };
+  try {
+    for (let i = 0; i < (o.sidecars ?? 1); i++) {
+      const port = await freePort();
+      const sidecar = await launch(process.execPath, [
+        '--import', 'tsx', 'src/cli.ts', '--redis', redis.url,
+        '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...flags,
+      ], port);
+      sidecars.push(sidecar);
+      ports.push(port);
+      // With --workers the primary only hands out connections: both it and every worker are the sidecar's CPU.
+      const workers = (o.workers ?? 1) > 1 ? await workerPids(port, o.workers!) : [];
+      watched.push({ role: 'server', label: `sidecar ${i + 1}`, pids: [sidecar.child.pid!, ...workers] });
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return {
+    ports,
+    redisPorts: redis.primaries,
+    watched: [...watched, ...redis.watched],
+    commands: [...redis.commands, ...sidecars.map((s) => s.command)],
+    stop,
+  };
+}
+
 async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget> {
   const dir = tempDir('binlog');
   const port = await freePort();
   const server = await launch('beanstalkd', ['-l', '127.0.0.1', '-p', String(port), ...BEANSTALKD_PERSISTENCE[persistence](dir)], port);
   return {
     ports: [port],
+    redisPorts: [],
+    watched: [{ role: 'server', label: 'beanstalkd', pids: [server.child.pid!] }],
     commands: [server.command],
     async stop() {
       await stopProcess(server.child);
@@ -162,13 +275,22 @@ async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget>
   };
 }
 
+/** BullMQ's Redis: redstalk's settings; its clients run in the benchmark process (bullmq.ts). */
+async function startBullmqRedis(persistence: Persistence): Promise<RunningTarget> {
+  const redis = await startRedis(persistence, false);
+  return { ports: [], redisPorts: redis.primaries, watched: redis.watched, commands: redis.commands, stop: redis.stop };
+}
+
 /** A fresh server (empty, private data folder) for one measurement. */
-export function startTarget(target: Target, persistence: Persistence, sidecars = 1, replica = false): Promise<RunningTarget> {
-  return target === 'redstalk' ? startRedstalk(persistence, sidecars, replica) : startBeanstalkd(persistence);
+export function startTarget(target: Target, options: TargetOptions): Promise<RunningTarget> {
+  if (target === 'redstalk') return startRedstalk(options);
+  if (target === 'beanstalkd') return startBeanstalkd(options.persistence);
+  return startBullmqRedis(options.persistence);
 }
 
 /** Stops whatever is still running and removes the data folders: for Ctrl-C and errors. */
 export async function stopEverything(): Promise<void> {
   await Promise.all([...alive].map(stopProcess));
+  await Promise.all([...clusters].map((c) => c.stop()));
   for (const dir of [...tempDirs]) removeDir(dir);
 }
