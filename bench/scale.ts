@@ -20,9 +20,27 @@ const TUBES = 24;
 const PRIMARIES = 3;
 const SHARDS = 12;
 
+/**
+ * 24 tube names, two in each of the 12 shards: a tube's shard is a hash of its
+ * name, and 24 names taken as they come put 9, 11 and 4 tubes on the three
+ * primaries (tube-0 .. tube-23); with thousands of tubes the hash evens out by
+ * itself, with 24 it needs names chosen so.
+ */
+function evenTubeNames(): string[] {
+  const layout = new Layout('bench', SHARDS);
+  const perShard = new Array<number>(SHARDS).fill(0);
+  const names: string[] = [];
+  for (let i = 0; names.length < TUBES; i++) {
+    const s = layout.shardOf(tubeName(i));
+    if (perShard[s]! < TUBES / SHARDS) { perShard[s]!++; names.push(tubeName(i)); }
+  }
+  return names;
+}
+const TUBE_NAMES = evenTubeNames();
+
 const COMMON: Omit<Scenario, 'name' | 'what'> = {
   group: 'scale', workload: 'mixed', persistence: 'memory', pipelined: false, targets: ['redstalk'],
-  sidecars: 2, tubes: TUBES, clientsEach: true,
+  sidecars: 2, tubes: TUBES, tubeNames: TUBE_NAMES, clientsEach: true,
 };
 
 export const SCALE_SCENARIOS: Scenario[] = [
@@ -48,7 +66,7 @@ const list = (xs: number[]) => xs.map(formatNumber).join(' / ');
 function tubesPerPrimary(): number[] {
   const layout = new Layout('bench', SHARDS);
   const counts = new Array<number>(PRIMARIES).fill(0);
-  for (let t = 0; t < TUBES; t++) counts[Math.floor((layout.shardOf(tubeName(t)) * PRIMARIES) / SHARDS)]!++;
+  for (const name of TUBE_NAMES) counts[Math.floor((layout.shardOf(name) * PRIMARIES) / SHARDS)]!++;
   return counts;
 }
 

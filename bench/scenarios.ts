@@ -26,6 +26,8 @@ export interface Scenario extends TargetOptions {
   targets?: Target[];
   /** Jobs spread over this many tubes (producers `use`, consumers `watch` one each) instead of default. */
   tubes?: number;
+  /** The names of those tubes (default tube-0, tube-1, ...). */
+  tubeNames?: readonly string[];
   /** mixed: --clients producers and --clients consumers, instead of half and half. */
   clientsEach?: boolean;
   /** --scenarios also takes this name for all scenarios of the group. */
@@ -103,11 +105,11 @@ export const tubeName = (i: number) => `tube-${i}`;
 class Clients {
   private nextIndex = 0;
   private nextPort = 0;
-  constructor(private readonly ports: number[], private readonly tubes = 0) {}
+  constructor(private readonly ports: number[], private readonly tubes: readonly string[]) {}
 
   private port(): number { return this.ports[this.nextPort++ % this.ports.length]!; }
   /** The k-th producer (consumer) of a phase: clients 2t and 2t+1 share a tube, on two ports when there are two. */
-  private tube(k: number): string | undefined { return this.tubes ? tubeName(Math.floor(k / 2) % this.tubes) : undefined; }
+  private tube(k: number): string | undefined { return this.tubes.length ? this.tubes[Math.floor(k / 2) % this.tubes.length] : undefined; }
 
   producers(n: number, pri: number, limit: number): ProducerSpec[] {
     return Array.from({ length: n }, (_, k) => ({ port: this.port(), index: this.nextIndex++, pri, limit, tube: this.tube(k) }));
@@ -161,7 +163,7 @@ export function measure(scenario: Scenario, target: Target, round: number, setti
 
 async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scenario, target: Target, round: number, s: Settings): Promise<Measurement> {
   const ledger = new Ledger();
-  const clients = new Clients(server.ports, scenario.tubes);
+  const clients = new Clients(server.ports, scenario.tubeNames ?? Array.from({ length: scenario.tubes ?? 0 }, (_, i) => tubeName(i)));
   const label = `${scenario.name} ${target}`;
   const depth = scenario.pipelined ? s.depth : 1;
   const durationMs = s.durationS * 1000;
