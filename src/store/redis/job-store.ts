@@ -173,14 +173,17 @@ export class RedisJobStore implements JobStore {
     if (pairs.length === 0) return 0;
     const names = tubes.names;
     const moved = (await this.run('releaseOwned', names, [this.keys.events, owner, names.length, ...names, ...pairs])) as number;
-    // A hand-back a replica does not have is lost in a failover: unconfirmed, it fails, and is tried again (it can be).
-    if (moved > 0) await this.replicated();
+    // A hand-back a replica does not have is lost in a failover: unconfirmed, it fails, and is tried again.
+    // Confirmed even when nothing moved: a try that found nothing may be looking at a primary that
+    // took the previous, unconfirmed try and is about to be replaced by a replica without it.
+    await this.replicated();
     return moved;
   }
 
   async releaseHeldBy(owner: string): Promise<number> {
     // Every reservation, a page at a time; the script keeps only those of `owner`.
     const members = await mapped(this.redis.zrange(this.keys.reserved, 0, -1));
+    if (members.length === 0) await this.replicated(); // (nothing held: confirmed all the same, see releaseOwned)
     let moved = 0;
     for (let i = 0; i < members.length; i += RELEASE_PAGE) {
       moved += await this.releaseOwned(owner, members.slice(i, i + RELEASE_PAGE).map((m) => [memberId(m), memberTube(m)] as const));
