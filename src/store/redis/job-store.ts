@@ -53,7 +53,13 @@ export class RedisJobStore implements JobStore {
     if (count === 0) return;
     // WAIT counts the writes of the link it is sent on: on a Redis Cluster that is the
     // link to this shard's node, which a keyed command in the same pipeline picks.
-    const [, acks] = (await pipelined(this.redis.pipeline().exists(this.keys.stats).call('WAIT', count, timeoutMs))) as [number, number];
+    let acks: number;
+    try {
+      [, acks] = (await pipelined(this.redis.pipeline().exists(this.keys.stats).call('WAIT', count, timeoutMs))) as [number, number];
+    } catch (err) {
+      // The writes were made; whether they survive a failover is what could not be learnt.
+      throw new StoreError('unknown', `could not learn whether replicas had the writes: ${(err as Error).message}`);
+    }
     if (acks < count) throw new StoreError('unknown', `only ${acks} of ${count} replicas had the writes within ${timeoutMs} ms`);
   }
 
