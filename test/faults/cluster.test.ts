@@ -22,8 +22,9 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Client } from '../../clients/node/src/index.js';
+import { Layout } from '../../src/store/layout.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
-import { details, dupCell, type Ledger, type Report } from './ledger.js';
+import { details, dupCell, markdownTable, type Ledger, type Report } from './ledger.js';
 import { FULL, runLoad, type Endpoint, type FaultControl, type RunResult, type Sizes } from './load.js';
 import { SpawnedSidecar } from './processes.js';
 
@@ -47,22 +48,13 @@ const SUCCESS = new Set(['INSERTED', 'RESERVED', 'TIMED_OUT', 'DEADLINE_SOON', '
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** 32-bit FNV-1a over UTF-16 code units, as src/store/layout.ts shardOf: only used to pick tube names that cover the shards. */
-function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
-
 /** `count` tube names, the i-th hashing to shard i % shards (should the mapping change, they are just 12 tubes). */
 function tubesCovering(shards: number, count: number): string[] {
+  const layout = new Layout('any', shards);
   return Array.from({ length: count }, (_, i) => {
     for (let k = 0; ; k++) {
       const name = `ct${i}-${k}`;
-      if (fnv1a(name) % shards === i % shards) return name;
+      if (layout.shardOf(name) === i % shards) return name;
     }
   });
 }
@@ -92,18 +84,13 @@ interface Figures {
 const runs: Figures[] = [];
 
 const ms = (v: number | null) => (v === null ? '-' : String(v));
-const COLS = ['run', 'acked', 'delivered', 'lost', 'dup', 'failed cmds', 'error window', 'fault ms', 'puts back', 'reserves back', 'probes back'];
-const W = [26, 6, 9, 4, 14, 11, 13, 22, 9, 13, 11];
-const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(W[i]!)).join(' | ')} |`;
+const COLUMNS = [['run', 26], ['acked', 6], ['delivered', 9], ['lost', 4], ['dup', 14], ['failed cmds', 11], ['error window', 13],
+  ['fault ms', 22], ['puts back', 9], ['reserves back', 13], ['probes back', 11]] as const;
 function table(rows: Figures[]): string[] {
-  return [
-    line(COLS),
-    `|${W.map((w) => '-'.repeat(w + 2)).join('|')}|`,
-    ...rows.map((f) => line([
-      f.run, String(f.report.acked), String(f.report.delivered), String(f.report.lost), dupCell(f.report), String(f.failed),
-      f.firstFailed === null ? 'none' : `${f.firstFailed}..${f.lastFailed}`, f.fault, ms(f.putsBack), ms(f.reservesBack), ms(f.report.recoverMs),
-    ])),
-  ];
+  return markdownTable(COLUMNS, rows.map((f) => [
+    f.run, String(f.report.acked), String(f.report.delivered), String(f.report.lost), dupCell(f.report), String(f.failed),
+    f.firstFailed === null ? 'none' : `${f.firstFailed}..${f.lastFailed}`, f.fault, ms(f.putsBack), ms(f.reservesBack), ms(f.report.recoverMs),
+  ]));
 }
 const LEGEND = [
   'times in ms after the fault began (a: the SIGKILL of the primary; b: the start of redis-cli --cluster reshard);',

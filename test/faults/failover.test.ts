@@ -22,7 +22,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { details, dupCell, type Report } from './ledger.js';
+import { details, dupCell, markdownTable, type Report } from './ledger.js';
 import { FULL, runLoad, SIZES, type Endpoint, type RunResult, type Sizes } from './load.js';
 import { FaultRedis, SpawnedSidecar } from './processes.js';
 import {
@@ -71,18 +71,13 @@ interface Figures {
 const runs: Figures[] = [];
 
 const ms = (v: number | null) => (v === null ? '-' : String(v));
-const COLS = ['run', 'acked', 'delivered', 'lost', 'dup', 'failed cmds', 'error window', 'promoted', 'puts back', 'reserves back', 'probes back', 'failovers'];
-const W = [34, 6, 9, 4, 17, 11, 13, 8, 9, 13, 11, 9];
-const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(W[i]!)).join(' | ')} |`;
+const COLUMNS = [['run', 34], ['acked', 6], ['delivered', 9], ['lost', 4], ['dup', 17], ['failed cmds', 11], ['error window', 13],
+  ['promoted', 8], ['puts back', 9], ['reserves back', 13], ['probes back', 11], ['failovers', 9]] as const;
 function table(rows: Figures[]): string[] {
-  return [
-    line(COLS),
-    `|${W.map((w) => '-'.repeat(w + 2)).join('|')}|`,
-    ...rows.map((f) => line([
-      f.run, String(f.report.acked), String(f.report.delivered), String(f.report.lost), dupCell(f.report), String(f.failed),
-      f.firstFailed === null ? 'none' : `${f.firstFailed}..${f.lastFailed}`, String(f.promoted), ms(f.putsBack), ms(f.reservesBack), ms(f.report.recoverMs), String(f.failovers),
-    ])),
-  ];
+  return markdownTable(COLUMNS, rows.map((f) => [
+    f.run, String(f.report.acked), String(f.report.delivered), String(f.report.lost), dupCell(f.report), String(f.failed),
+    f.firstFailed === null ? 'none' : `${f.firstFailed}..${f.lastFailed}`, String(f.promoted), ms(f.putsBack), ms(f.reservesBack), ms(f.report.recoverMs), String(f.failovers),
+  ]));
 }
 const LEGEND = [
   'times in ms after the SIGKILL of the primary; error window: first..last failed client command (when it failed: an error reply or a closed connection);',

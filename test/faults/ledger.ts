@@ -262,3 +262,9 @@ export function details(r: Report): string[] {
   }
   return lines;
 }
+
+/** A markdown table of fixed-width columns: the header, its rule, then the rows. */
+export function markdownTable(columns: ReadonlyArray<readonly [name: string, width: number]>, rows: ReadonlyArray<readonly string[]>): string[] {
+  const line = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(columns[i]![1])).join(' | ')} |`;
+  return [line(columns.map(([name]) => name)), `|${columns.map(([, w]) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)];
+}
