@@ -16,6 +16,7 @@ import type { Session } from '../commands/session.js';
 import { REPLY } from '../protocol/replies.js';
 import { isOutcomeUnknown } from '../store/errors.js';
 import type { ReadyListener } from '../store/job-store.js';
+import { byShard } from '../store/sharded.js';
 import { jobOps, type AnyJobOp, type Candidate, type CandidateResult, type JobOp, type ReservedJob, type ReserveResult } from '../store/ops.js';
 
 type Outcome = 'timeout' | 'deadline';
@@ -104,7 +105,7 @@ export class Waiters implements ReadyListener {
     return new Promise<void>((resolve) => {
       const tubes = [...session.watched];
       const w: Waiter = {
-        session, tubes, shards: this.byShard(tubes), survey: null, many, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
+        session, tubes, shards: [...byShard(tubes, (t) => this.host.shardOf(t)).values()], survey: null, many, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
       };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
@@ -183,17 +184,6 @@ export class Waiters implements ReadyListener {
     w.outcome = w.outcome ?? outcome;
     w.lastLook = true;
     this.poke(w);
-  }
-
-  private byShard(tubes: readonly string[]): ShardTubes[] {
-    const groups = new Map<number, string[]>();
-    for (const t of tubes) {
-      const s = this.host.shardOf(t);
-      const group = groups.get(s);
-      if (group) group.push(t);
-      else groups.set(s, [t]);
-    }
-    return [...groups.values()];
   }
 
   private attempt(w: Waiter): void {

@@ -15,7 +15,7 @@ export function shardOfOp(map: ShardMap, op: AnyJobOp): number {
 }
 
 /** Items grouped by shard, each group in the items' order. */
-function byShard<T>(items: Iterable<T>, shardOf: (item: T) => number): Map<number, T[]> {
+export function byShard<T>(items: Iterable<T>, shardOf: (item: T) => number): Map<number, T[]> {
   const groups = new Map<number, T[]>();
   for (const item of items) {
     const s = shardOf(item);

@@ -217,11 +217,7 @@ export class CuttableProxy {
     const server = net.createServer();
     const proxy = new CuttableProxy(server, target);
     server.on('connection', (c) => proxy.accept(c));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    proxy.port = (server.address() as net.AddressInfo).port;
+    proxy.port = await listenOnLoopback(server);
     return proxy;
   }
 
@@ -269,4 +265,13 @@ export class CuttableProxy {
     this.cut();
     await new Promise<void>((r) => this.server.close(() => r()));
   }
+}
+
+/** Listens on a free loopback port; the port. */
+export async function listenOnLoopback(server: net.Server): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return (server.address() as net.AddressInfo).port;
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { freePort, waitForPort } from '../helpers/ports.js';
-import { stopChild, track } from './processes.js';
+import { listenOnLoopback, stopChild, track } from './processes.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -141,11 +141,7 @@ export class DelayProxy {
     const server = net.createServer();
     const proxy = new DelayProxy(server, target, delayMs);
     server.on('connection', (c) => proxy.accept(c));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    proxy.port = (server.address() as net.AddressInfo).port;
+    proxy.port = await listenOnLoopback(server);
     return proxy;
   }
 
