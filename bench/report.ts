@@ -1,14 +1,15 @@
 // Turns measurements into the table (stdout) and the JSON file: rounds of the
 // same scenario and target are added up (jobs over time, histograms merged,
 // CPU seconds over jobs), and each redstalk row is divided by the beanstalkd
-// and the bullmq row of the same run.
+// and the bullmq row of the same run, and by the baseline's (an old redstalk
+// commit, run.ts --baseline).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { combineUse, roleUsPerJob, type CpuUse } from './cpu.js';
 import { LATENCY_OF, SCENARIOS, type Measurement, type Settings } from './scenarios.js';
-import { TARGETS, type Target } from './servers.js';
+import { ROOT, TARGETS, type Target } from './servers.js';
 import { formatNumber, formatTable, Histogram, type LatencySummary } from './stats.js';
 
 export interface Row {
@@ -71,9 +72,12 @@ function peer(rows: Row[], row: Row, target: Target): Row | undefined {
   return rows.find((r) => r.scenario === row.scenario && r.target === target);
 }
 
+/** Both redstalks (this checkout's and the old commit's) get the x bs and x bullmq columns. */
+const isRedstalk = (row: Row) => row.target === 'redstalk' || row.target === 'baseline';
+
 export function table(rows: Row[]): string {
   const body = rows.map((r) => {
-    const [bs, bullmq] = r.target === 'redstalk' ? [peer(rows, r, 'beanstalkd'), peer(rows, r, 'bullmq')] : [];
+    const [bs, bullmq] = isRedstalk(r) ? [peer(rows, r, 'beanstalkd'), peer(rows, r, 'bullmq')] : [];
     return [
       r.scenario, r.target, r.jobsPerSec, bs ? r.jobsPerSec / bs.jobsPerSec : '', bullmq ? r.jobsPerSec / bullmq.jobsPerSec : '',
       roleUsPerJob(r.cpu, 'client'), roleUsPerJob(r.cpu, 'server'), roleUsPerJob(r.cpu, 'redis'),
@@ -88,6 +92,31 @@ export function table(rows: Row[]): string {
 }
 
 const ms = (n: number) => `${formatNumber(n)} ms`;
+
+/** A figure of redstalk's, the baseline's, and redstalk's over the baseline's. */
+interface Versus { redstalk: number; baseline: number; ratio: number }
+
+/** redstalk against the baseline (an old commit) in one scenario of the run. */
+export interface VersusBaseline { scenario: string; jobsPerSec: Versus; sidecarUsPerJob: Versus; redisUsPerJob: Versus }
+
+const versus = (redstalk: number, baseline: number): Versus => ({ redstalk, baseline, ratio: redstalk / baseline });
+
+/** Every scenario both redstalk and the baseline played, with the CPU per job the table shows (server = the sidecars). */
+export function versusBaseline(rows: Row[]): VersusBaseline[] {
+  return rows.flatMap((r) => {
+    const base = r.target === 'redstalk' ? peer(rows, r, 'baseline') : undefined;
+    if (!base) return [];
+    const us = (role: 'server' | 'redis') => versus(roleUsPerJob(r.cpu, role), roleUsPerJob(base.cpu, role));
+    return [{ scenario: r.scenario, jobsPerSec: versus(r.jobsPerSec, base.jobsPerSec), sidecarUsPerJob: us('server'), redisUsPerJob: us('redis') }];
+  });
+}
+
+function versusLine(v: VersusBaseline): string {
+  // Two decimals: old and new commits differ by percents, where 3 significant digits would print 1.0025 as "1".
+  const x = (f: Versus) => (Number.isFinite(f.ratio) ? `${f.ratio.toFixed(2)}x` : '-');
+  const cpu = (f: Versus) => `${formatNumber(f.redstalk)} vs ${formatNumber(f.baseline)} (${x(f)})`;
+  return `${v.scenario} redstalk / baseline: jobs/s ${x(v.jobsPerSec)}; CPU µs per job: sidecar ${cpu(v.sidecarUsPerJob)}, redis ${cpu(v.redisUsPerJob)}`;
+}
 
 /**
  * Lines under the table: "mixed-backlog vs mixed: redstalk -3.1% jobs/s, ..." for
@@ -118,15 +147,20 @@ export function comparisons(rows: Row[]): string[] {
     lines.push(`${r.scenario} redstalk / bullmq: ${formatNumber(r.jobsPerSec / bullmq.jobsPerSec)}x jobs/s; CPU µs per job, all processes: `
       + `redstalk ${formatNumber(us(r))} (generator + sidecar + redis), bullmq ${formatNumber(us(bullmq))} (BullMQ clients + redis): ${formatNumber(us(r) / us(bullmq))}x`);
   }
-  return lines;
+  return [...lines, ...versusBaseline(rows).map(versusLine)];
 }
 
-function firstLine(binary: string, args: string[]): string {
+function firstLine(binary: string, args: string[], otherwise = 'not installed'): string {
   try {
     return execFileSync(binary, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n')[0]!;
   } catch {
-    return 'not installed';
+    return otherwise;
   }
+}
+
+/** A checkout and its HEAD (redstalk's may also have uncommitted edits). */
+function checkout(dir: string): { dir: string; head: string } {
+  return { dir, head: firstLine('git', ['-C', dir, 'rev-parse', 'HEAD'], 'unknown') };
 }
 
 export function machine(): Record<string, string | number> {
@@ -148,7 +182,8 @@ function summaries(m: Measurement): Record<string, LatencySummary> {
   };
 }
 
-export function writeJson(file: string, settings: Settings, measurements: Measurement[], rows: Row[]): void {
+/** `baseline`: the --baseline checkout, if any; then the JSON has `versusBaseline`. */
+export function writeJson(file: string, settings: Settings, measurements: Measurement[], rows: Row[], baseline?: string): void {
   const out = {
     date: new Date().toISOString(),
     command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
@@ -156,6 +191,9 @@ export function writeJson(file: string, settings: Settings, measurements: Measur
     settings,
     rows,
     comparisons: comparisons(rows),
+    ...(baseline !== undefined && {
+      versusBaseline: { redstalk: checkout(ROOT), baseline: checkout(path.resolve(baseline)), scenarios: versusBaseline(rows) },
+    }),
     measurements: measurements.map((m) => ({
       scenario: m.scenario,
       target: m.target,

@@ -7,8 +7,8 @@ import { DRAIN_WORKER, measureDrainWorker } from './drain-worker.js';
 import { ID_BYTES } from './ledger.js';
 import { aggregate, comparisons, failed, table, writeJson } from './report.js';
 import { SCALE_SCENARIOS, scaleReport } from './scale.js';
-import { measure, SCENARIOS, targetsOf, type Measurement, type Scenario, type Settings } from './scenarios.js';
-import { hasBeanstalkd, stopEverything, TARGETS, type Target } from './servers.js';
+import { measure, plays, SCENARIOS, targetsOf, type Measurement, type Scenario, type Settings } from './scenarios.js';
+import { hasBeanstalkd, stopEverything, TARGETS, useBaseline, type Target } from './servers.js';
 
 // drain-worker (drain-worker.ts) has its own consumers: listed right after drain, measured by its own function.
 SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'drain') + 1, 0, DRAIN_WORKER);
@@ -26,7 +26,9 @@ const USAGE = `npm run bench -- [options]
   --fill N          jobs queued before mixed-backlog, and at most before drain (default 1000000, --quick 100000)
   --fill-seconds S  upper bound on that filling (default 300)
   --scenarios a,b   which scenarios or groups (${GROUPS.join(', ')}) (default all, below)
-  --targets a,b     ${TARGETS.join(', ')} (default all; beanstalkd where installed); each plays the scenarios it can
+  --targets a,b     ${TARGETS.join(', ')} (default all; beanstalkd where installed, baseline with --baseline); each plays the scenarios it can
+  --baseline DIR    another redstalk checkout (an old commit, with node_modules): target baseline, started as redstalk
+                    but from DIR, plays every scenario redstalk plays, compared with redstalk in the same run
   --rounds N        play every scenario N times on each target (default 2, --quick 1)
   --json FILE       where the results go (default bench/results/latest.json)
   --quick           short run: --duration 3 --fill 100000 --rounds 1
@@ -54,7 +56,7 @@ function parse() {
     options: {
       duration: { type: 'string' }, clients: { type: 'string' }, payload: { type: 'string' }, depth: { type: 'string' },
       rate: { type: 'string' }, fill: { type: 'string' }, 'fill-seconds': { type: 'string' }, scenarios: { type: 'string' },
-      targets: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'string' }, quick: { type: 'boolean' },
+      targets: { type: 'string' }, baseline: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'string' }, quick: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -73,7 +75,10 @@ function parse() {
   };
   if (settings.payload < ID_BYTES) throw new Error(`--payload must be at least ${ID_BYTES}: each job carries its id and send time`);
   if (settings.clients < 2) throw new Error('--clients must be at least 2: mixed runs producers and consumers');
-  const targets = pick('target', values.targets, TARGETS, TARGETS.filter((t) => t !== 'beanstalkd' || hasBeanstalkd));
+  if (values.baseline !== undefined) useBaseline(values.baseline);
+  const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd) && (t !== 'baseline' || values.baseline !== undefined));
+  const targets = pick('target', values.targets, TARGETS, defaults);
+  if (targets.includes('baseline') && values.baseline === undefined) throw new Error('--targets baseline needs --baseline DIR (the old redstalk checkout to compare with)');
   if (targets.includes('beanstalkd') && !hasBeanstalkd) throw new Error('beanstalkd is not installed (apt-get install beanstalkd)');
   if (!hasBeanstalkd) process.stderr.write('beanstalkd is not installed: measuring without it, no x bs ratios\n');
   const names = pick('scenario', values.scenarios, [...SCENARIOS.map((s) => s.name), ...GROUPS], SCENARIOS.map((s) => s.name));
@@ -83,6 +88,7 @@ function parse() {
     scenarios: SCENARIOS.filter((s) => names.includes(s.name) || (s.group !== undefined && names.includes(s.group))),
     rounds: positive('rounds', values.rounds, values.quick ? 1 : 2),
     json: values.json ?? 'bench/results/latest.json',
+    baseline: values.baseline,
   };
 }
 
@@ -99,7 +105,7 @@ function blocks(scenarios: Scenario[]): Scenario[][] {
 }
 
 async function main(): Promise<number> {
-  const { settings, targets, scenarios, rounds, json } = parse();
+  const { settings, targets, scenarios, rounds, json, baseline } = parse();
   const measurements: Measurement[] = [];
   // Interleaved: all rounds of both targets play a block before the next one starts, targets in
   // the order A B B A A B ..., so a slow drift of the machine's speed hits both alike. A block
@@ -108,14 +114,14 @@ async function main(): Promise<number> {
     for (let round = 1; round <= rounds; round++) {
       const order = round % 2 ? targets : [...targets].reverse();
       for (const target of order) {
-        for (const scenario of block.filter((s) => targetsOf(s).includes(target))) measurements.push(await measureOne(scenario, target, round, settings));
+        for (const scenario of block.filter((s) => plays(s, target))) measurements.push(await measureOne(scenario, target, round, settings));
       }
     }
   }
   const rows = aggregate(measurements);
   process.stdout.write(`${table(rows)}\n`);
   for (const line of [...comparisons(rows), ...scaleReport(rows)]) process.stdout.write(`${line}\n`);
-  writeJson(json, settings, measurements, rows);
+  writeJson(json, settings, measurements, rows, baseline);
   process.stderr.write(`results written to ${json}\n`);
   const failures = rows.filter(failed);
   for (const r of failures) {

@@ -40,6 +40,9 @@ const WITH_BULLMQ: Target[] = [...DEFAULT_TARGETS, 'bullmq'];
 
 export const targetsOf = (scenario: Scenario): Target[] => scenario.targets ?? DEFAULT_TARGETS;
 
+/** Whether a target plays a scenario: the baseline (an old redstalk) plays whatever redstalk plays. */
+export const plays = (scenario: Scenario, target: Target): boolean => targetsOf(scenario).includes(target === 'baseline' ? 'redstalk' : target);
+
 export const SCENARIOS: Scenario[] = [
   { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms); bullmq: Queue.add' },
   { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: Workers' },
@@ -52,6 +55,9 @@ export const SCENARIOS: Scenario[] = [
   { name: 'put-memory', workload: 'put', persistence: 'memory', pipelined: false, what: 'all clients put; no AOF vs in-memory beanstalkd' },
   { name: 'put-pipelined', workload: 'put', persistence: 'memory', pipelined: true, what: 'all clients put, pipelined; no AOF vs in-memory beanstalkd' },
   { name: 'drain-pipelined', workload: 'drain', persistence: 'memory', pipelined: true, what: 'drain, pipelined; no AOF vs in-memory beanstalkd' },
+  { name: 'put-pipelined-aof', workload: 'put', persistence: 'everysec', pipelined: true, what: 'all clients put, pipelined; AOF everysec vs binlog' },
+  { name: 'drain-pipelined-aof', workload: 'drain', persistence: 'everysec', pipelined: true, what: 'drain, pipelined; AOF everysec vs binlog' },
+  { name: 'mixed-pipelined-aof', workload: 'mixed', persistence: 'everysec', pipelined: true, what: 'mixed, producers pipelined (consumers block in reserve, one at a time); AOF everysec vs binlog' },
   { name: 'latency', workload: 'rate', persistence: 'everysec', pipelined: false, what: 'puts at a fixed total rate, consumers blocked in reserve; AOF everysec vs binlog' },
 ];
 

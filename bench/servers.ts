@@ -1,12 +1,13 @@
 // The servers under test, each a child process of the benchmark on a free
 // loopback port: redis-server (with the persistence asked for, data in a
 // temporary folder; or a Redis Cluster) plus one or more redstalk sidecars,
-// the real beanstalkd, or a redis-server alone for BullMQ. Every process
+// the real beanstalkd, or a redis-server alone for BullMQ; `baseline` is
+// redstalk again, from another checkout (an old commit, --baseline). Every process
 // started here is remembered so that it is stopped, by its own PID, when the
 // run ends or is interrupted; each is also named with its PIDs for the CPU
 // meter (cpu.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,8 +17,10 @@ import type { Watched } from './cpu.js';
 
 export { hasBeanstalkd } from '../test/helpers/beanstalkd.js';
 
-export type Target = 'redstalk' | 'beanstalkd' | 'bullmq';
-export const TARGETS: readonly Target[] = ['redstalk', 'beanstalkd', 'bullmq'];
+/** baseline: redstalk from the checkout given to useBaseline (run.ts --baseline), started as redstalk is. */
+export type Target = 'redstalk' | 'baseline' | 'beanstalkd' | 'bullmq';
+/** In the order they play and are listed: the baseline right after the redstalk it is compared with. */
+export const TARGETS: readonly Target[] = ['redstalk', 'baseline', 'beanstalkd', 'bullmq'];
 /** everysec: redis AOF fsync every second / beanstalkd binlog (fsync every 50 ms); always: fsync each write; memory: neither. */
 export type Persistence = 'everysec' | 'always' | 'memory';
 
@@ -47,7 +50,8 @@ export interface RunningTarget {
   stop(): Promise<void>;
 }
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** This checkout: redstalk's sidecars run from it. */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const START_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 15_000;
 const OUTPUT_KEPT = 4096;
@@ -61,15 +65,30 @@ const clusters = new Set<{ stop(): Promise<void> }>();
 /** Extra redstalk flags for tuning runs, e.g. REDSTALK_BENCH_FLAGS='--batch-inflight 2'. */
 const SIDECAR_FLAGS = (process.env.REDSTALK_BENCH_FLAGS ?? '').split(' ').filter(Boolean);
 
-async function launch(binary: string, args: string[], port: number): Promise<Launched> {
-  const child = spawn(binary, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** The checkout the baseline target's sidecars run from (useBaseline). */
+let baselineCheckout: string | undefined;
+
+/** Makes `dir`, another redstalk checkout with its node_modules, the baseline target's. */
+export function useBaseline(dir: string): void {
+  const checkout = path.resolve(dir);
+  for (const needed of ['src/cli.ts', 'node_modules']) {
+    if (!existsSync(path.join(checkout, needed))) {
+      throw new Error(`--baseline ${dir}: no ${needed} there; it must be a redstalk checkout with node_modules (git worktree add DIR COMMIT; ln -s "$PWD/node_modules" DIR/node_modules)`);
+    }
+  }
+  baselineCheckout = checkout;
+}
+
+async function launch(binary: string, args: string[], port: number, cwd = ROOT): Promise<Launched> {
+  const child = spawn(binary, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   alive.add(child);
   child.once('exit', () => alive.delete(child));
   let output = '';
   const keep = (d: Buffer) => { output = (output + d.toString('utf8')).slice(-OUTPUT_KEPT); };
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
-  const command = [path.basename(binary), ...args].map((a) => (a === '' ? '""' : a)).join(' ');
+  // The folder is part of the command when it is not this checkout: redstalk and baseline differ only in it.
+  const command = [...(cwd === ROOT ? [] : ['cd', cwd, '&&']), path.basename(binary), ...args].map((a) => (a === '' ? '""' : a)).join(' ');
   try {
     await waitUntilAccepting(loopback(port), `port ${port}`, START_TIMEOUT_MS, () => {
       if (child.exitCode !== null) throw new Error(`exited with code ${child.exitCode}`);
@@ -218,7 +237,8 @@ async function workerPids(port: number, workers: number): Promise<number[]> {
   return [...pids];
 }
 
-async function startRedstalk(o: TargetOptions): Promise<RunningTarget> {
+/** redstalk from `checkout`: its src/cli.ts run in it, so with its own lua/ and node_modules. */
+async function startRedstalk(o: TargetOptions, checkout: string): Promise<RunningTarget> {
   const redis = o.clusterPrimaries ? await startRedisCluster(o.clusterPrimaries) : await startRedis(o.persistence, o.replica === true);
   const flags = [
     ...(o.replica ? ['--min-replicas', '1'] : []),
@@ -239,7 +259,7 @@ async function startRedstalk(o: TargetOptions): Promise<RunningTarget> {
       const sidecar = await launch(process.execPath, [
         '--import', 'tsx', 'src/cli.ts', '--redis', redis.url,
         '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...flags,
-      ], port);
+      ], port, checkout);
       sidecars.push(sidecar);
       ports.push(port);
       // With --workers the primary only hands out connections: both it and every worker are the sidecar's CPU.
@@ -283,7 +303,11 @@ async function startBullmqRedis(persistence: Persistence): Promise<RunningTarget
 
 /** A fresh server (empty, private data folder) for one measurement. */
 export function startTarget(target: Target, options: TargetOptions): Promise<RunningTarget> {
-  if (target === 'redstalk') return startRedstalk(options);
+  if (target === 'redstalk') return startRedstalk(options, ROOT);
+  if (target === 'baseline') {
+    if (!baselineCheckout) throw new Error('the baseline target needs --baseline DIR');
+    return startRedstalk(options, baselineCheckout);
+  }
   if (target === 'beanstalkd') return startBeanstalkd(options.persistence);
   return startBullmqRedis(options.persistence);
 }

@@ -11,6 +11,12 @@ local function now_ms()
   return math.floor(now_us() / 1000)
 end
 
+-- Now in ms with its fraction (to the us): a job's creation time, so that jobs
+-- put within the same ms into different shards still compare in put order.
+local function now_ms_exact()
+  return now_us() / 1000
+end
+
 -- Microseconds from now until a due time in ms, at least 0.
 local function us_until(due_ms)
   return math.max(0, due_ms * 1000 - now_us())

@@ -19,6 +19,14 @@
 --   refs hash (sidecar id -> connections using or watching the tube)
 -- A queued job costs one hash entry (metadata and body in one value, so one
 -- allocation) plus one zset entry; see bench/memory.ts for the measured bytes.
+--
+-- Writes are kept back and made by write_back(), which every script that
+-- moves jobs calls at its end: job records (one HSET, one HDEL), reservations
+-- (one ZADD, one ZREM on the reserved zset, one HINCRBY per tube), the
+-- counts. Reads go through the same tables (load_job, expire_reservations),
+-- so a script sees its own writes before they are made. Each redis.call
+-- costs its Lua <-> Redis crossing and, Redis replicating scripts by their
+-- effects, its own AOF/replica entry.
 local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 
@@ -64,22 +72,44 @@ local F_PRI, F_DELAY, F_TTR, F_STATE, F_CREATED, F_DUE, F_OWNER, F_TUBE,
       F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 local FIELDS, COUNTERS_FROM = 13, 9
 
--- The job's metadata (counters filled in) and its body, or nil.
-local function load_job(id)
-  local raw = redis.call('HGET', K_JOBS, id)
-  if not raw then return nil end
-  local next_at, j = cmsgpack.unpack_one(raw)
-  for f = COUNTERS_FROM, FIELDS do j[f] = j[f] or 0 end
-  if next_at < 0 then return j, '' end
-  return j, string.sub(raw, next_at + 1)
+-- Job records go through a cache of the records this script has read or
+-- written: jobs_meta[id] = metadata (false: no such job), jobs_body[id] =
+-- body. Writes stay in it and go out with write_back(), one HSET and one HDEL
+-- for all: a job put and reserved, or reserved and deleted, in one batch is
+-- written once or never. Every read of K_JOBS goes through load_job (or
+-- prefetch_jobs), so the cache is never stale.
+local jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored = {}, {}, {}, {}, {}
+local jobs_to_write, jobs_to_delete = {}, {}
+
+local function encode_job(j, body)
+  -- Packs j itself, its trailing zero counters cleared for the while.
+  local n = FIELDS
+  while n >= COUNTERS_FROM and j[n] == 0 do
+    j[n] = nil
+    n = n - 1
+  end
+  local rec = cmsgpack.pack(j) .. body
+  for f = n + 1, FIELDS do j[f] = 0 end
+  return rec
 end
 
-local function save_job(id, j, body)
-  local n = FIELDS
-  while n >= COUNTERS_FROM and j[n] == 0 do n = n - 1 end
-  local rec = {}
-  for f = 1, n do rec[f] = j[f] end
-  redis.call('HSET', K_JOBS, id, cmsgpack.pack(rec) .. body)
+-- The job's metadata (counters filled in) and its body, or nil.
+local function load_job(id)
+  local j = jobs_meta[id]
+  if j == nil then
+    local raw = jobs_raw[id]
+    if raw == nil then raw = redis.call('HGET', K_JOBS, id) else jobs_raw[id] = nil end
+    j = false
+    if raw then
+      local next_at
+      next_at, j = cmsgpack.unpack_one(raw)
+      for f = COUNTERS_FROM, FIELDS do j[f] = j[f] or 0 end
+      jobs_body[id] = next_at < 0 and '' or string.sub(raw, next_at + 1)
+    end
+    jobs_meta[id] = j
+  end
+  if not j then return nil end
+  return j, jobs_body[id]
 end
 
 -- The job and body, when it is reserved by `owner`; nil otherwise (release,
@@ -90,6 +120,66 @@ local function load_reserved_by(id, owner)
   return nil
 end
 
+-- Reads the records of these ids in one HMGET (a batch knows most of the
+-- jobs it will look at); load_job decodes them when asked.
+local function prefetch_jobs(ids)
+  local want = {}
+  for _, id in ipairs(ids) do
+    if jobs_meta[id] == nil and jobs_raw[id] == nil then
+      jobs_raw[id] = false -- asked for (HMGET names an id once)
+      want[#want + 1] = id
+    end
+  end
+  for from = 1, #want, 500 do
+    local upto = math.min(from + 499, #want)
+    local raws = redis.call('HMGET', K_JOBS, unpack(want, from, upto))
+    for k = from, upto do jobs_raw[want[k]] = raws[k - from + 1] or false end
+  end
+end
+
+local function save_job(id, j, body)
+  jobs_meta[id], jobs_body[id] = j, body
+  if not jobs_dirty[id] then
+    jobs_dirty[id] = true
+    jobs_to_write[#jobs_to_write + 1] = id
+  end
+end
+
+-- A new job (a put): its record is not in Redis until write_back().
+local function add_job(id, j, body)
+  jobs_unstored[id] = true
+  save_job(id, j, body)
+end
+
+local function delete_job(id)
+  jobs_meta[id], jobs_body[id] = false, nil
+  if not jobs_unstored[id] then jobs_to_delete[#jobs_to_delete + 1] = id end
+end
+
+-- The records saved and deleted since the last call, in chunks of at most
+-- 500 records or ~1 MB (a call's arguments are copied: keep each bounded).
+local function write_jobs()
+  local args, bytes = {}, 0
+  local function flush()
+    if #args > 0 then redis.call('HSET', K_JOBS, unpack(args)) end
+    args, bytes = {}, 0
+  end
+  for _, id in ipairs(jobs_to_write) do
+    local j = jobs_meta[id]
+    if j then -- else deleted since
+      local rec = encode_job(j, jobs_body[id])
+      args[#args + 1], args[#args + 2] = id, rec
+      bytes = bytes + #rec
+      if #args >= 1000 or bytes >= 1048576 then flush() end
+    end
+  end
+  flush()
+  for from = 1, #jobs_to_delete, 500 do
+    redis.call('HDEL', K_JOBS, unpack(jobs_to_delete, from, math.min(from + 499, #jobs_to_delete)))
+  end
+  jobs_dirty, jobs_unstored, jobs_to_write, jobs_to_delete = {}, {}, {}, {}
+end
+
 local function fmt_int(n)
   return string.format('%.0f', n)
 end
@@ -97,13 +187,17 @@ end
 -- The counts of all tubes' ready (and urgent) and buried jobs, and the set
 -- of tubes with ready jobs, follow every ZADD and ZREM of a ready or buried
 -- set (by what Redis says it changed). They are summed here and written once,
--- by flush_counts() at the end of every script that moves jobs.
-local moved_ready, moved_urgent, moved_buried, touched = 0, 0, 0, {}
+-- by write_back() at the end of every script that moves jobs.
+local moved_ready, moved_urgent, moved_buried = 0, 0, 0
+-- Tubes whose ready set changed: true when only jobs came (it is not empty,
+-- so no ZCARD is needed to know it belongs in ready-tubes), 'left' else.
+local touched, touched_tube = {}, {}
 
 local function count_ready(T, n, pri)
   moved_ready = moved_ready + n
   if pri <= URGENT then moved_urgent = moved_urgent + n end
-  touched[T.name] = T
+  touched_tube[T.name] = T
+  if n < 0 then touched[T.name] = 'left' elseif not touched[T.name] then touched[T.name] = true end
 end
 
 local function unready(T, m, pri)
@@ -111,42 +205,126 @@ local function unready(T, m, pri)
   if removed > 0 then count_ready(T, -removed, pri) end
 end
 
+-- Takes up to `count` most urgent members of T's ready set (lowest pri, then
+-- lowest id): a flat list member, pri, member, pri, ...
+local function pop_ready(T, count)
+  local popped = redis.call('ZPOPMIN', T.ready, count)
+  for k = 2, #popped, 2 do
+    popped[k] = tonumber(popped[k])
+    count_ready(T, -1, popped[k])
+  end
+  return popped
+end
+
 local function unbury(T, m)
   moved_buried = moved_buried - redis.call('ZREM', T.buried, m)
 end
 
-local function flush_counts()
-  if moved_ready ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-ready', moved_ready) end
-  if moved_urgent ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-urgent', moved_urgent) end
-  if moved_buried ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-buried', moved_buried) end
-  for name, T in pairs(touched) do
-    if redis.call('ZCARD', T.ready) > 0 then redis.call('SADD', K_READY, name) else redis.call('SREM', K_READY, name) end
+-- Reservations (the global reserved zset, and each tube's 'reserved' count)
+-- are kept here and written by write_back(): one ZADD for all the jobs a
+-- batch reserves, none for a job reserved and deleted in the same batch.
+--   deadlines[m] = ms: member m must end with this deadline (a reserve or touch)
+--   unreserved[m] = true: m must be gone
+--   in_zset[m] = true: m is in the zset now (so a job that leaves its
+--                reservation needs a ZREM)
+-- A reservation made or touched here ends >= 1 s after `now` (TTR >= 1 s),
+-- so a member of deadlines is never due, and one of unreserved no longer
+-- counts: expire_reservations skips both.
+local deadlines, unreserved, in_zset, reserved_moved = {}, {}, {}, {}
+
+local function count_reserved(T, n)
+  local r = reserved_moved[T.name]
+  if r then r.n = r.n + n else reserved_moved[T.name] = { T = T, n = n } end
+end
+
+-- `was_reserved`: the job held a reservation already (a touch).
+local function set_deadline(T, id, due, was_reserved)
+  local m = member(id) .. T.name
+  if deadlines[m] == nil and (was_reserved or unreserved[m]) then in_zset[m] = true end
+  unreserved[m] = nil -- the ZADD replaces it
+  deadlines[m] = due
+end
+
+local function write_reservations()
+  local gone, added = {}, {}
+  for m in pairs(unreserved) do gone[#gone + 1] = m end
+  for from = 1, #gone, 500 do
+    redis.call('ZREM', K_RESERVED, unpack(gone, from, math.min(from + 499, #gone)))
   end
-  moved_ready, moved_urgent, moved_buried, touched = 0, 0, 0, {}
+  for m, due in pairs(deadlines) do
+    added[#added + 1], added[#added + 2] = due, m
+    if #added == 1000 then
+      redis.call('ZADD', K_RESERVED, unpack(added))
+      added = {}
+    end
+  end
+  if #added > 0 then redis.call('ZADD', K_RESERVED, unpack(added)) end
+  for _, r in pairs(reserved_moved) do
+    if r.n ~= 0 then redis.call('HINCRBY', r.T.meta, 'reserved', r.n) end
+  end
+  deadlines, unreserved, in_zset, reserved_moved = {}, {}, {}, {}
+end
+
+-- The ZADDs of new jobs (puts, `later`) wait here, one list per zset, and go
+-- out with write_queued_adds(): one ZADD per zset for a run of puts. A ready
+-- set keeps its urgent and other jobs apart, so that the counts still follow
+-- what ZADD says it added. A script that queues must write them before it
+-- reads those zsets (batch.lua: before a reserve), and write_back() does.
+local queued_adds, queued_order = {}, {}
+
+local function write_queued_adds()
+  for _, q in ipairs(queued_order) do
+    for _, list in ipairs({ q.urgent, q.other }) do
+      for from = 1, #list, 1000 do
+        local added = redis.call('ZADD', q.key, unpack(list, from, math.min(from + 999, #list)))
+        if q.T and added > 0 then count_ready(q.T, added, list[from]) end
+      end
+    end
+  end
+  queued_adds, queued_order = {}, {}
+end
+
+-- ZADD of a job's member, now or (later) queued; T: the tube whose ready set it is.
+local function add_member(key, score, m, later, T)
+  if not later then
+    local added = redis.call('ZADD', key, score, m)
+    if T and added > 0 then count_ready(T, added, score) end
+    return
+  end
+  local q = queued_adds[key]
+  if not q then
+    q = { key = key, T = T, urgent = {}, other = {} }
+    queued_adds[key] = q
+    queued_order[#queued_order + 1] = q
+  end
+  local list = (T and score <= URGENT) and q.urgent or q.other
+  list[#list + 1], list[#list + 2] = score, m
 end
 
 -- The state helpers below take T, a tube's keys with its name (tube_keys).
 -- Moves a job (whatever it was) into its tube's ready set.
-local function enter_ready(T, id, j)
+local function enter_ready(T, id, j, later)
   j[F_STATE] = READY
   j[F_DUE] = 0
   j[F_OWNER] = ''
-  local added = redis.call('ZADD', T.ready, j[F_PRI], member(id))
-  if added > 0 then count_ready(T, added, j[F_PRI]) end
+  add_member(T.ready, j[F_PRI], member(id), later, T)
 end
 
-local function enter_delayed(T, id, j, now, delay_s)
+local function enter_delayed(T, id, j, now, delay_s, later)
   j[F_STATE] = DELAYED
   j[F_DUE] = now + delay_s * 1000
   j[F_OWNER] = ''
   local m = member(id)
-  redis.call('ZADD', T.delayed, j[F_DUE], m)
-  redis.call('ZADD', K_DELAYED, j[F_DUE], m .. T.name)
+  add_member(T.delayed, j[F_DUE], m, later)
+  add_member(K_DELAYED, j[F_DUE], m .. T.name, later)
 end
 
 local function leave_reserved(T, id)
-  redis.call('ZREM', K_RESERVED, member(id) .. T.name)
-  redis.call('HINCRBY', T.meta, 'reserved', -1)
+  local m = member(id) .. T.name
+  -- A reservation made in this script is not in the zset: nothing to remove.
+  if in_zset[m] or not deadlines[m] then unreserved[m] = true end
+  deadlines[m], in_zset[m] = nil, nil
+  count_reserved(T, -1)
 end
 
 local function leave_delayed(T, id)
@@ -169,8 +347,8 @@ local function enter_reserved(T, id, j, now, owner)
   j[F_OWNER] = owner
   j[F_DUE] = now + j[F_TTR] * 1000
   j[F_RESERVES] = j[F_RESERVES] + 1
-  redis.call('ZADD', K_RESERVED, j[F_DUE], member(id) .. T.name)
-  redis.call('HINCRBY', T.meta, 'reserved', 1)
+  set_deadline(T, id, j[F_DUE], false)
+  count_reserved(T, 1)
 end
 
 local function enter_buried(T, id, j)
@@ -179,6 +357,25 @@ local function enter_buried(T, id, j)
   j[F_OWNER] = ''
   -- Buried jobs are a FIFO: score by a per-tube counter.
   moved_buried = moved_buried + redis.call('ZADD', T.buried, redis.call('HINCRBY', T.meta, 'bury-seq', 1), member(id))
+end
+
+-- Writes what the script kept back: job records, reservations, counts. Every
+-- script that moves or saves jobs calls it at its end.
+local function write_back()
+  write_queued_adds()
+  write_jobs()
+  write_reservations()
+  if moved_ready ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-ready', moved_ready) end
+  if moved_urgent ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-urgent', moved_urgent) end
+  if moved_buried ~= 0 then redis.call('HINCRBY', K_STATS, 'jobs-buried', moved_buried) end
+  for name, how in pairs(touched) do
+    if how == true or redis.call('ZCARD', touched_tube[name].ready) > 0 then
+      redis.call('SADD', K_READY, name)
+    else
+      redis.call('SREM', K_READY, name)
+    end
+  end
+  moved_ready, moved_urgent, moved_buried, touched, touched_tube = 0, 0, 0, {}, {}
 end
 
 -- Wakes blocked reserves on every sidecar: "<count> <tube>". The loader
@@ -239,7 +436,7 @@ local function job_reply(id, j, now)
   if j[F_STATE] == RESERVED or j[F_STATE] == DELAYED then
     time_left = us_until(j[F_DUE])
   end
-  return { id, tube_name(j), j[F_STATE], fmt_int(j[F_PRI]), fmt_int(now - j[F_CREATED]), fmt_int(j[F_DELAY]), fmt_int(j[F_TTR]),
+  return { id, tube_name(j), j[F_STATE], fmt_int(j[F_PRI]), fmt_int(math.max(0, math.floor(now - j[F_CREATED]))), fmt_int(j[F_DELAY]), fmt_int(j[F_TTR]),
            fmt_int(time_left), j[F_RESERVES], j[F_TIMEOUTS], j[F_RELEASES], j[F_BURIES], j[F_KICKS] }
 end
 
@@ -267,14 +464,16 @@ end
 
 -- TTR expiry: reservations past their deadline go back to ready (counting a
 -- timeout), for the tubes in by_name (name -> tube keys). Adds to moved[name].
+-- A member this script has reserved, touched or released since it read the
+-- zset is not due (see `deadlines`).
 local function expire_reservations(by_name, now, limit, moved)
   local due = redis.call('ZRANGEBYSCORE', K_RESERVED, '-inf', now, 'LIMIT', 0, limit)
   for _, m in ipairs(due) do
     local T = by_name[member_tube(m)]
-    if T then
+    if T and not deadlines[m] and not unreserved[m] then
       local id = member_id(m)
       local j, body = load_job(id)
-      if not j then
+      if not j or j[F_STATE] ~= RESERVED then
         redis.call('ZREM', K_RESERVED, m) -- stale member of a job that is gone
       else
         leave_reserved(T, id)

@@ -19,7 +19,7 @@
           'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...}
                                       from k tubes               (4 values a job, 1..n jobs)
                                       | ms until something may become reservable, or -1
-                                      n < 0: reserve nothing,  -> {pri, created ms, ...} | ms, -1
+                                      n < 0: reserve nothing,  -> {pri, created ms.us, ...} | ms, -1
                                       name the -n jobs a        (2 values a job)
                                       reserve would take
           'w' owner n names           the same from the tubes named (one argument, names
@@ -31,40 +31,85 @@
   that are not paused, after moving their due delayed jobs and expired
   reservations to ready (once per batch).
   Returns one result per op, in order.
+  Cost: writes are kept back within the call and made in bulk, so a command
+  costs little more than its share of a few multi-member commands: one
+  INCRBY for all the ids of the call; one HMGET for the jobs that deletes,
+  releases, buries and touches name; puts' ZADDs queued until a reserve (or a
+  delete of such a job) reads those zsets, then one ZADD per zset; a reserve
+  over one tube pops with ZPOPMIN; job records, reservations and each tube's
+  reserved count written once at the end (includes/jobs.lua write_back).
   Also registered as batchAllowOom (flags=allow-oom): Redis out of memory
   refuses this script, but the sidecar then sends the ops that do not grow
   memory (all but puts) through that one, so workers can drain a full Redis.
 ]]
 --- @variant allow-oom
 --- @include "jobs"
-local now = now_ms()
+local created = now_ms_exact() -- of the jobs put by this call
+local now = math.floor(created)
 local shards, shard, ntubes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local Ts, by_name = tubes_from(5, ntubes)
 local inserted, became_ready, deleted, emptied = {}, {}, {}, {}
 for i = 1, ntubes do inserted[i], became_ready[i], deleted[i] = 0, 0, 0 end
+local FIRST_OP = 5 + ntubes
 
--- A job id tells its shard: id = seq * shards + shard (1, 2, 3, ... with one shard).
-local function next_id()
-  return fmt_int(redis.call('INCR', K_SEQ) * shards + shard)
+-- The fields after each op's code ('v': 3, then its k tubes).
+local OP_FIELDS = { p = 5, i = 0, d = 3, r = 5, b = 4, t = 3, v = 3, w = 3 }
+local function op_length(a)
+  local op = ARGV[a]
+  local n = OP_FIELDS[op]
+  if op == 'v' then n = n + tonumber(ARGV[a + 3]) end
+  return n and n + 1
 end
 
--- A job put or released with a delay waits; without one it is ready (and wakes a waiter).
-local function wait_or_ready(ti, id, j, delay)
+-- A first look at the ops: how many ids they take (one INCRBY for all), and
+-- the jobs that delete, release, bury and touch name (one HMGET for all).
+local ids_wanted, ids_named = 0, {}
+do
+  local a = FIRST_OP
+  while a <= #ARGV do
+    local op, len = ARGV[a], op_length(a)
+    if not len then return redis.error_reply('ERR batch: unknown op ' .. tostring(op)) end
+    if op == 'p' or op == 'i' then
+      ids_wanted = ids_wanted + 1
+    elseif op ~= 'v' and op ~= 'w' then
+      ids_named[#ids_named + 1] = ARGV[a + 2]
+    end
+    a = a + len
+  end
+end
+prefetch_jobs(ids_named)
+
+-- A job id tells its shard: id = seq * shards + shard (1, 2, 3, ... with one
+-- shard). The batch's seqs are consecutive, handed out in op order.
+local last_seq = 0
+if ids_wanted > 0 then last_seq = redis.call('INCRBY', K_SEQ, ids_wanted) - ids_wanted end
+local function next_id()
+  last_seq = last_seq + 1
+  return fmt_int(last_seq * shards + shard)
+end
+
+-- A job put or released with a delay waits; without one it is ready (and
+-- wakes a waiter). A put's ZADDs wait for the next reserve or the end (later).
+local function wait_or_ready(ti, id, j, delay, later)
   if delay > 0 then
-    enter_delayed(Ts[ti], id, j, now, delay)
+    enter_delayed(Ts[ti], id, j, now, delay, later)
   else
-    enter_ready(Ts[ti], id, j)
+    enter_ready(Ts[ti], id, j, later)
     became_ready[ti] = became_ready[ti] + 1
   end
 end
+
+-- Jobs put by this call whose zset members may still be queued.
+local put_here = {}
 
 local function put(ti, pri, delay, ttr, body)
   local T = Ts[ti]
   T.num = T.num or ensure_tube(T)
   local id = next_id()
-  local j = { pri, delay, ttr, READY, now, 0, '', T.num, 0, 0, 0, 0, 0 }
-  wait_or_ready(ti, id, j, delay)
-  save_job(id, j, body)
+  local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0 }
+  wait_or_ready(ti, id, j, delay, true)
+  add_job(id, j, body)
+  put_here[id] = true
   inserted[ti] = inserted[ti] + 1
   return id
 end
@@ -73,7 +118,7 @@ local function delete(owner, id, ti)
   local j = load_job(id)
   if not j or (j[F_STATE] == RESERVED and j[F_OWNER] ~= owner) then return 0 end
   leave_state(Ts[ti], id, j)
-  redis.call('HDEL', K_JOBS, id)
+  delete_job(id)
   deleted[ti] = deleted[ti] + 1
   emptied[ti] = true
   return 1
@@ -108,7 +153,7 @@ local function touch(owner, id, ti)
   local j, body = load_reserved_by(id, owner)
   if not j then return 0 end
   j[F_DUE] = now + j[F_TTR] * 1000
-  redis.call('ZADD', K_RESERVED, j[F_DUE], member(id) .. Ts[ti].name)
+  set_deadline(Ts[ti], id, j[F_DUE], true)
   save_job(id, j, body)
   return j[F_TTR]
 end
@@ -245,11 +290,28 @@ local function candidates(look, k)
     if #out == 2 * k then break end
     local j = load_job(member_id(c[2]))
     if j then -- else a stale member of a job that is gone (a reserve removes it)
-      out[#out + 1], out[#out + 2] = fmt_int(c[1]), fmt_int(j[F_CREATED])
+      out[#out + 1], out[#out + 2] = fmt_int(c[1]), string.format('%.3f', j[F_CREATED])
     end
   end
   if #out == 0 then return nil end
   return out
+end
+
+-- Takes up to `count` of the most urgent ready jobs of the tubes in `look`
+-- that are not paused out of their ready sets: {T, member, ...}. One tube: one
+-- ZPOPMIN; several: the best of their tops.
+local function take_ready(look, count)
+  if #look == 1 then
+    local T = look[1]
+    if paused_until(T) > now then return {} end
+    local popped, out = pop_ready(T, count), {}
+    for k = 1, #popped, 2 do out[#out + 1], out[#out + 2] = T, popped[k] end
+    return out
+  end
+  local T, pri, m = most_urgent(look)
+  if not T then return {} end
+  unready(T, m, pri)
+  return { T, m }
 end
 
 -- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
@@ -261,16 +323,22 @@ local function reserve(owner, n, tubes, watched)
   if n < 0 then return candidates(look, -n) or wake_after(tubes, look, watched) end
   local taken = {}
   while #taken < 4 * n do
-    local T, pri, m = most_urgent(look)
-    if not T then break end
-    unready(T, m, pri)
-    local id = member_id(m)
-    local j, body = load_job(id)
-    if j then -- else a stale member of a job that is gone: look again
-      enter_reserved(T, id, j, now, owner)
-      save_job(id, j, body)
-      local k = #taken
-      taken[k + 1], taken[k + 2], taken[k + 3], taken[k + 4] = id, j[F_TTR], body, T.name
+    local got = take_ready(look, n - #taken / 4)
+    if #got == 0 then break end
+    if #got > 2 then
+      local ids = {}
+      for k = 2, #got, 2 do ids[#ids + 1] = member_id(got[k]) end
+      prefetch_jobs(ids)
+    end
+    for k = 1, #got, 2 do
+      local T, id = got[k], member_id(got[k + 1])
+      local j, body = load_job(id)
+      if j then -- else a stale member of a job that is gone: look again
+        enter_reserved(T, id, j, now, owner)
+        save_job(id, j, body)
+        local t = #taken
+        taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4] = id, j[F_TTR], body, T.name
+      end
     end
   end
   if #taken > 0 then return taken end
@@ -278,44 +346,40 @@ local function reserve(owner, n, tubes, watched)
 end
 
 local results = {}
-local a = 5 + ntubes
+local a = FIRST_OP
 while a <= #ARGV do
   local op = ARGV[a]
   local r
+  -- Queued ZADDs of puts go out before anything reads those zsets: a reserve,
+  -- or a delete of a job put here.
+  if op == 'v' or op == 'w' or (op == 'd' and put_here[ARGV[a + 2]]) then write_queued_adds() end
   if op == 'p' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5])
-    a = a + 6
   elseif op == 'i' then
     r = next_id()
-    a = a + 1
   elseif op == 'd' then
     r = delete(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]))
-    a = a + 4
   elseif op == 'r' then
     r = release(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))
-    a = a + 6
   elseif op == 'b' then
     r = bury(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]))
-    a = a + 5
   elseif op == 't' then
     r = touch(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]))
-    a = a + 4
   elseif op == 'v' then
     local k, tubes = tonumber(ARGV[a + 3]), {}
     for i = 1, k do tubes[i] = Ts[tonumber(ARGV[a + 3 + i])] end
     r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tubes, nil)
-    a = a + 4 + k
-  elseif op == 'w' then
+  else -- 'w'
     local watched = {}
     for name in string.gmatch(ARGV[a + 3], '%S+') do watched[name] = true end
     r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), {}, watched)
-    a = a + 4
-  else
-    return redis.error_reply('ERR batch: unknown op ' .. tostring(op))
   end
   results[#results + 1] = r
+  a = a + op_length(a)
 end
 
+-- The records, reservations and counts kept back, before collect_tube reads them.
+write_back()
 local total = 0
 for i, T in ipairs(Ts) do
   if inserted[i] > 0 then redis.call('HINCRBY', T.meta, 'total-jobs', inserted[i]) end
@@ -325,5 +389,4 @@ for i, T in ipairs(Ts) do
   total = total + inserted[i]
 end
 if total > 0 then redis.call('HINCRBY', K_STATS, 'total-jobs', total) end
-flush_counts()
 return results

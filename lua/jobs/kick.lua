@@ -26,5 +26,5 @@ for _, m in ipairs(members) do
   save_job(id, j, body)
 end
 notify_ready(ARGV[1], T.name, #members)
-flush_counts()
+write_back()
 return { #members, mode }

@@ -15,5 +15,5 @@ j[F_KICKS] = j[F_KICKS] + 1
 enter_ready(T, id, j)
 save_job(id, j, body)
 notify_ready(ARGV[1], T.name, 1)
-flush_counts()
+write_back()
 return 1

@@ -19,6 +19,7 @@ for name, count in pairs(moved) do
   total = total + count
   notify_ready(ARGV[1], name, count)
 end
+write_back() -- before reading the zsets' first deadlines
 local next_due = -1
 for _, key in ipairs({ K_DELAYED, K_RESERVED }) do
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
@@ -28,5 +29,4 @@ for _, key in ipairs({ K_DELAYED, K_RESERVED }) do
   end
 end
 if next_due >= 0 then next_due = math.max(0, next_due - now) end
-flush_counts()
 return { total, next_due }

@@ -35,5 +35,5 @@ for a = 4 + n, #ARGV, 2 do
   end
 end
 for i = 1, n do notify_ready(ARGV[1], Ts[i].name, moved[i]) end
-flush_counts()
+write_back()
 return total

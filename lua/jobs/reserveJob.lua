@@ -14,5 +14,5 @@ local T = tubes_from(3)[1]
 leave_state(T, id, j)
 enter_reserved(T, id, j, now_ms(), ARGV[1])
 save_job(id, j, body)
-flush_counts()
+write_back()
 return { 1, id, j[F_TTR], body }

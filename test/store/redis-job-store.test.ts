@@ -4,7 +4,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Layout, type ShardKeys } from '../../src/store/layout.js';
-import { jobOps } from '../../src/store/ops.js';
+import { jobOps, type Candidate } from '../../src/store/ops.js';
 import { JOB_INFO_REPLY, RedisJobStore, TUBE_COUNTS_REPLY } from '../../src/store/redis/job-store.js';
 import { ROOM_STATE_REPLY, RedisRoomStore } from '../../src/store/redis/room-store.js';
 import { bindScripts, loadScripts } from '../../src/store/redis/scripts.js';
@@ -92,6 +92,58 @@ describe('Redis job store', () => {
     await new Promise((r) => setTimeout(r, 1100));
     await store.promoteDue(1000);
     await expectTotalsAddUp(store);
+    redis.disconnect();
+  });
+
+  it('sends its hand-written batch call again with EVAL when Redis has lost the script (NOSCRIPT), and the call ran once', async () => {
+    const { redis, store } = openStore();
+    const none = () => {};
+    const [first] = await store.apply([jobOps.put(null, none, 'default', 1, 0, 60, Buffer.from('a'))]);
+    await redis.script('FLUSH');
+    const [second, third] = await store.apply([
+      jobOps.put(null, none, 'default', 1, 0, 60, Buffer.alloc(70_000, 'b')),
+      jobOps.put(null, none, 'default', 1, 0, 60, Buffer.from('c')),
+    ]);
+    expect([Number(second) - Number(first), Number(third) - Number(first)]).toEqual([1, 2]);
+    expect((await store.totals()).ready).toBe(3);
+    const [reserved] = await store.apply([jobOps.reserve(null, none, 'o', ['default'], 3)]);
+    expect((reserved as Array<{ body: Buffer }>).map((j) => j.body.length)).toEqual([1, 70_000, 1]);
+    redis.disconnect();
+  });
+
+  it('encodes keys (a UTF-8 prefix), tube names and owners in its hand-written call', async () => {
+    const redis = new Redis(server.url);
+    const keys = new Layout(`${uniquePrefix()}-é☃`).keys(0);
+    const store = new RedisJobStore(redis, bindScripts(redis).jobs, keys);
+    const none = () => {};
+    const [id] = await store.apply([jobOps.put(null, none, 'tube+(1)', 5, 0, 60, Buffer.from('x'))]);
+    expect(await redis.hexists(keys.globals[0]!, id as string)).toBe(1);
+    const [jobs] = await store.apply([jobOps.reserve(null, none, 'ö:1', ['tube+(1)'], 1)]);
+    expect(jobs).toMatchObject([{ id, tube: 'tube+(1)' }]);
+    const [deleted] = await store.apply([jobOps.delete(null, none, 'ö:1', id as string, 'tube+(1)')]);
+    expect(deleted).toBe(true);
+    redis.disconnect();
+  });
+
+  it('keeps a job\'s creation time to the microsecond: candidates of two shards compare in put order even within one ms', async () => {
+    const redis = new Redis(server.url);
+    const scripts = bindScripts(redis);
+    const layout = new Layout(uniquePrefix(), 2);
+    const [first, second] = [0, 1].map((shard) => new RedisJobStore(redis, scripts.jobs, layout.keys(shard)));
+    const none = () => {};
+    const body = Buffer.from('x');
+    for (let i = 0; i < 20; i++) {
+      await first!.apply([jobOps.put(null, none, 'a', 5, 0, 60, body)]);
+      await second!.apply([jobOps.put(null, none, 'b', 5, 0, 60, body)]);
+    }
+    const [a] = (await first!.apply([jobOps.candidates(null, none, ['a'], 20)])) as Candidate[][];
+    const [b] = (await second!.apply([jobOps.candidates(null, none, ['b'], 20)])) as Candidate[][];
+    const putOrder = a!.flatMap((c, i) => [c.createdMs, b![i]!.createdMs]);
+    expect(putOrder).toEqual([...putOrder].sort((x, y) => x - y));
+    expect(new Set(putOrder).size).toBe(40);
+    // Age is whole ms, never negative, though now (whole ms) may be earlier than a creation time with its fraction.
+    const id = (await first!.apply([jobOps.put(null, none, 'a', 5, 0, 60, body)]))[0] as string;
+    expect((await first!.jobInfo(id))!.ageMs).toBeGreaterThanOrEqual(0);
     redis.disconnect();
   });
 

@@ -1,8 +1,9 @@
-// lua/jobs/batch.lua's calling convention: ops in, one flat argument list
+// lua/jobs/batch.lua's calling convention: ops in, the call's RESP bytes
 // out (tubes interned as 1-based indexes), and its reply decoded into one
-// typed result per op. Pure functions, so the hot path has a micro-benchmark.
+// typed result per op. No Redis involved, so the hot path has a micro-benchmark.
 import { OpCode, type AnyJobOp, type Candidate, type OpResult, type ReservedJob } from '../ops.js';
 import type { ShardKeys } from '../layout.js';
+import { encoded, RespWriter } from './resp.js';
 
 /** Tube names in first-use order, with their 1-based index (the order of their KEYS). */
 export class TubeIndex {
@@ -20,11 +21,6 @@ export class TubeIndex {
   }
 }
 
-export interface EncodedBatch {
-  keys: string[];
-  args: Array<string | number | Buffer>;
-}
-
 /** The 9 global keys, then 5 keys per tube: what every job script receives. */
 export function scriptKeys(keys: ShardKeys, tubes: readonly string[]): string[] {
   const out = keys.globals.slice();
@@ -39,35 +35,83 @@ export function scriptKeys(keys: ShardKeys, tubes: readonly string[]): string[] 
  */
 const RESERVE_BY_NAME_ABOVE = 64;
 const RESERVE_BY_NAME = 'w';
+const byName = (op: AnyJobOp) => op.tubes.length > RESERVE_BY_NAME_ABOVE;
 
-export function encodeBatch(ops: readonly AnyJobOp[], keys: ShardKeys): EncodedBatch {
-  const tubes = new TubeIndex();
-  const fields: Array<string | number | Buffer> = [];
-  for (const op of ops) {
-    switch (op.code) {
-      case OpCode.Put: fields.push(OpCode.Put, tubes.of(op.tube), op.pri, op.delay, op.ttr, op.body!); break;
-      case OpCode.BurnId: fields.push(OpCode.BurnId); break;
-      case OpCode.Delete: case OpCode.Touch: fields.push(op.code, op.owner, op.id, tubes.of(op.tube)); break;
-      case OpCode.Release: fields.push(OpCode.Release, op.owner, op.id, tubes.of(op.tube), op.pri, op.delay); break;
-      case OpCode.Bury: fields.push(OpCode.Bury, op.owner, op.id, tubes.of(op.tube), op.pri); break;
-      case OpCode.Reserve: case OpCode.Candidate: { // candidates: a reserve of -count jobs
-        const n = op.code === OpCode.Candidate ? -op.count : op.count;
-        // Many watched tubes travel as names (not 5 KEYS each): the script looks only at those with ready jobs.
-        // (Tube names hold no space: one argument carries them all.)
-        if (op.tubes.length > RESERVE_BY_NAME_ABOVE) {
-          fields.push(RESERVE_BY_NAME, op.owner, n, op.tubes.join(' '));
-        } else {
-          fields.push(OpCode.Reserve, op.owner, n, op.tubes.length);
-          for (const t of op.tubes) fields.push(tubes.of(t));
+/**
+ * Writes batch calls of one shard as RESP bytes: the script's head
+ * (EVALSHA sha), the key count, the keys, then the arguments. The global keys
+ * and each tube's 5 keys are encoded once and copied in.
+ */
+export class BatchEncoder {
+  private readonly writer = new RespWriter();
+  private readonly globals: Buffer;
+  /** ARGV[1..3]: the events channel, the shard count, this shard. */
+  private readonly shardArgs: Buffer;
+  /** Each tube's 5 keys, encoded; keyed by ShardKeys.tube's (cached, bounded) arrays, so it lives as long as they do. */
+  private readonly tubeKeys = new WeakMap<readonly string[], Buffer>();
+
+  constructor(private readonly keys: ShardKeys) {
+    this.globals = encoded(...keys.globals);
+    this.shardArgs = encoded(keys.events, String(keys.shards), String(keys.shard));
+  }
+
+  private keysOf(tube: string): Buffer {
+    const keys = this.keys.tube(tube);
+    let b = this.tubeKeys.get(keys);
+    if (!b) {
+      b = encoded(...keys);
+      this.tubeKeys.set(keys, b);
+    }
+    return b;
+  }
+
+  /** The whole call: `head` (2 bulk strings: EVALSHA and the script's sha), then the batch. */
+  encode(ops: readonly AnyJobOp[], head: Buffer): Buffer {
+    const tubes = tubesOf(ops);
+    const w = this.writer;
+    const names = tubes.names;
+    w.int(this.keys.globals.length + 5 * names.length);
+    w.raw(this.globals, this.keys.globals.length);
+    for (const t of names) w.raw(this.keysOf(t), 5);
+    w.raw(this.shardArgs, 3);
+    w.int(names.length);
+    for (const t of names) w.string(t);
+    for (const op of ops) {
+      switch (op.code) {
+        case OpCode.Put: w.ascii(OpCode.Put); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); w.int(op.ttr); w.bytes(op.body!); break;
+        case OpCode.BurnId: w.ascii(OpCode.BurnId); break;
+        case OpCode.Delete: case OpCode.Touch: w.ascii(op.code); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); break;
+        case OpCode.Release: w.ascii(OpCode.Release); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); break;
+        case OpCode.Bury: w.ascii(OpCode.Bury); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); break;
+        case OpCode.Reserve: case OpCode.Candidate: { // candidates: a reserve of -count jobs
+          const n = op.code === OpCode.Candidate ? -op.count : op.count;
+          // Many watched tubes travel as names (not 5 KEYS each): the script looks only at those with ready jobs.
+          // (Tube names hold no space: one argument carries them all.)
+          if (byName(op)) {
+            w.ascii(RESERVE_BY_NAME); w.string(op.owner); w.int(n); w.string(op.tubes.join(' '));
+          } else {
+            w.ascii(OpCode.Reserve); w.string(op.owner); w.int(n); w.int(op.tubes.length);
+            for (const t of op.tubes) w.int(tubes.of(t));
+          }
+          break;
         }
-        break;
       }
     }
+    return w.command(head, 2);
   }
-  const names = tubes.names;
-  const args: Array<string | number | Buffer> = [keys.events, keys.shards, keys.shard, names.length, ...names];
-  for (const f of fields) args.push(f);
-  return { keys: scriptKeys(keys, names), args };
+}
+
+/** The tubes a batch names (KEYS), in first-use order. */
+function tubesOf(ops: readonly AnyJobOp[]): TubeIndex {
+  const tubes = new TubeIndex();
+  for (const op of ops) {
+    if (op.code === OpCode.Reserve || op.code === OpCode.Candidate) {
+      if (!byName(op)) for (const t of op.tubes) tubes.of(t);
+    } else if (op.code !== OpCode.BurnId) {
+      tubes.of(op.tube);
+    }
+  }
+  return tubes;
 }
 
 export function text(v: unknown): string {

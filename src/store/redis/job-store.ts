@@ -4,10 +4,13 @@
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
 import type { JobInfo, JobState, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
-import { decodeBatch, encodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
+import { BatchEncoder, decodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
+import { sendEncoded } from './encoded-call.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
 import { isStoreFull, StoreError } from '../errors.js';
 import type { BoundScript } from './scripts.js';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster } from 'ioredis';
 
 /** peekJob.lua's reply without the body (includes/jobs.lua job_reply), in order. */
 export const JOB_INFO_REPLY = ['id', 'tube', 'state', 'pri', 'ageMs', 'delay', 'ttr', 'timeLeftUs',
@@ -34,6 +37,9 @@ function redisMs([seconds, micros]: [string, string]): number {
 export class RedisJobStore implements JobStore {
   /** Redis' clock minus ours (ms), learned from each promotion tick. */
   private clockOffset = 0;
+  private readonly encoder: BatchEncoder;
+  /** The cluster slot of this shard's keys (null on one Redis: no routing). */
+  private readonly slot: number | null;
 
   constructor(
     private readonly redis: RedisClient,
@@ -41,7 +47,10 @@ export class RedisJobStore implements JobStore {
     private readonly keys: ShardKeys,
     /** Writes count as done only once this many replicas have them (WAIT), within timeoutMs. */
     private readonly replicas: { count: number; timeoutMs: number } = { count: 0, timeoutMs: 0 },
-  ) {}
+  ) {
+    this.encoder = new BatchEncoder(keys);
+    this.slot = redis instanceof Cluster ? calculateSlot(keys.globals[0]!) : null;
+  }
 
   /**
    * --min-replicas: one WAIT after a call that wrote. Fewer replicas in time
@@ -121,8 +130,8 @@ export class RedisJobStore implements JobStore {
   }
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
-    const { keys, args } = encodeBatch(ops, this.keys);
-    const raw = (await this.call(script, keys, args, true)) as unknown[];
+    const { heads } = this.scripts.get(script)!;
+    const raw = (await mapped(sendEncoded(this.redis, this.encoder.encode(ops, heads.evalsha), heads, this.slot))) as unknown[];
     return decodeBatch(ops, raw);
   }
 

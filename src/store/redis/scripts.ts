@@ -2,16 +2,23 @@
 // lines from lua/includes/, and registers each script once with ioredis'
 // defineCommand (EVALSHA, falling back to EVAL on NOSCRIPT, e.g. after a
 // Redis restart). Scripts flagged `no-writes` are registered read-only.
+import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Cluster, Redis } from 'ioredis';
+import { encoded } from './resp.js';
 
 /** A script call: key count, keys, then arguments. */
 export type ScriptFn = (...args: Array<string | number | Buffer>) => Promise<unknown>;
 
-/** One script, with string replies and with Buffer replies (job bodies stay bytes). */
-export interface BoundScript { readonly strings: ScriptFn; readonly buffers: ScriptFn }
+/**
+ * One script, with string replies and with Buffer replies (job bodies stay
+ * bytes); and the RESP heads of a call written by hand (src/store/redis/resp.ts):
+ * EVALSHA and its sha, or EVAL and its source (when Redis lacks the script).
+ */
+export interface BoundScript { readonly strings: ScriptFn; readonly buffers: ScriptFn; readonly heads: ScriptHeads }
+export interface ScriptHeads { readonly evalsha: Buffer; readonly eval: Buffer }
 
 /** The two script folders: two key contracts (includes/jobs.lua, includes/room.lua). */
 export type ScriptFolder = 'jobs' | 'rooms';
@@ -75,7 +82,8 @@ export function bindScripts(redis: Redis | Cluster, options: LoadOptions = {}): 
   const bind = (folder: ScriptFolder) => new Map(loadScripts(folder, luaDir(), options).map(({ name, lua, readOnly }) => {
     const method = `rs_${folder}_${name}`;
     redis.defineCommand(method, { lua, readOnly });
-    return [name, { strings: methods[method]!.bind(redis), buffers: methods[`${method}Buffer`]!.bind(redis) }] as const;
+    const heads = { evalsha: encoded('EVALSHA', createHash('sha1').update(lua).digest('hex')), eval: encoded('EVAL', lua) };
+    return [name, { strings: methods[method]!.bind(redis), buffers: methods[`${method}Buffer`]!.bind(redis), heads }] as const;
   }));
   return { jobs: bind('jobs'), rooms: bind('rooms') };
 }

@@ -1,0 +1,230 @@
+// The batch script keeps writes back within a call (ids taken with one
+// INCRBY, puts' records and zset members written in bulk, reservations and
+// the per-tube reserved counts written once at the end): ops of ONE call
+// that act on the same job must still see each other, and what Redis holds
+// afterwards (records, zset members, counters) must be what the ops one by
+// one would have left.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Layout, type ShardKeys } from '../../src/store/layout.js';
+import { jobOps, type ReservedJob } from '../../src/store/ops.js';
+import { RedisJobStore } from '../../src/store/redis/job-store.js';
+import { bindScripts } from '../../src/store/redis/scripts.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { uniquePrefix } from '../helpers/redstalk.js';
+
+let server: TestRedis;
+beforeAll(async () => { server = await startRedis(); });
+afterAll(async () => { await server.stop(); });
+
+const none = () => {};
+const body = (s = 'x') => Buffer.from(s);
+const member = (id: string) => String.fromCharCode(48 + id.length) + id;
+
+function openStore(shards = 1, shard = 0): { redis: Redis; keys: ShardKeys; store: RedisJobStore } {
+  const redis = new Redis(server.url);
+  const keys = new Layout(uniquePrefix(), shards).keys(shard);
+  return { redis, keys, store: new RedisJobStore(redis, bindScripts(redis).jobs, keys) };
+}
+
+/** Every counter the scripts keep equals what the sets hold: stats, tube meta 'reserved', ready-tubes. */
+async function expectCountersExact(redis: Redis, keys: ShardKeys, store: RedisJobStore): Promise<void> {
+  const tubes = await store.listTubes();
+  const counts = await store.tubeCounts(tubes);
+  let ready = 0, urgent = 0, buried = 0;
+  const withReady: string[] = [];
+  for (const name of tubes) {
+    const t = keys.tube(name);
+    const inReady = await redis.zcard(t[1]!);
+    ready += inReady;
+    urgent += await redis.zcount(t[1]!, 0, 1023);
+    buried += await redis.zcard(t[3]!);
+    if (inReady > 0) withReady.push(name);
+    // The tube's reserved count is its members of the global reserved zset.
+    const reservedHere = (await redis.zrange(keys.reserved, 0, -1)).filter((m) => m.slice(1 + m.charCodeAt(0) - 48) === name).length;
+    expect(counts.tubes.get(name)!.reserved, `reserved of ${name}`).toBe(reservedHere);
+  }
+  const totals = await store.totals();
+  expect({ ready: totals.ready, urgent: totals.urgent, buried: totals.buried }).toEqual({ ready, urgent, buried });
+  expect((await store.tubesWithReadyJobs()).sort()).toEqual(withReady.sort());
+}
+
+describe('batch: ops of one call on the same job', () => {
+  it('hands out consecutive ids in op order to puts and burnt ids, with one shard and with several', async () => {
+    const one = openStore();
+    expect(await one.store.apply([
+      jobOps.put(null, none, 't', 1, 0, 60, body()), jobOps.put(null, none, 't', 1, 0, 60, body()), jobOps.burnId(null, none, 't'),
+      jobOps.put(null, none, 'u', 1, 0, 60, body()),
+    ])).toEqual(['1', '2', '3', '4']);
+    expect(await one.store.apply([jobOps.burnId(null, none, 't'), jobOps.put(null, none, 't', 1, 0, 60, body())])).toEqual(['5', '6']);
+    one.redis.disconnect();
+    // Shard 1 of 3: id = seq * 3 + 1.
+    const three = openStore(3, 1);
+    expect(await three.store.apply([
+      jobOps.put(null, none, 't', 1, 0, 60, body()), jobOps.burnId(null, none, 't'), jobOps.put(null, none, 't', 1, 0, 60, body()),
+    ])).toEqual(['4', '7', '10']);
+    three.redis.disconnect();
+  });
+
+  it('deletes a job put earlier in the same call, leaving no record and no member', async () => {
+    const { redis, keys, store } = openStore();
+    const [id, gone, again] = await store.apply([
+      jobOps.put(null, none, 'default', 5, 0, 60, body()), jobOps.delete(null, none, 'o', '1', 'default'), jobOps.delete(null, none, 'o', '1', 'default'),
+    ]);
+    expect([id, gone, again]).toEqual(['1', true, false]);
+    expect(await redis.hexists(keys.globals[0]!, '1')).toBe(0);
+    expect(await redis.zcard(keys.tube('default')[1]!)).toBe(0);
+    // A delayed one too: its members leave both delayed zsets.
+    const [delayed, deleted] = await store.apply([jobOps.put(null, none, 'default', 5, 30, 60, body()), jobOps.delete(null, none, 'o', '2', 'default')]);
+    expect([delayed, deleted]).toEqual(['2', true]);
+    expect(await redis.zcard(keys.delayed)).toBe(0);
+    expect(await redis.zcard(keys.tube('default')[2]!)).toBe(0);
+    expect((await store.totals()).totalJobs).toBe(2);
+    // (the default tube stays, empty: any other would have been removed)
+    expect((await store.tubeCounts(['default'])).tubes.get('default')).toMatchObject({ totalJobs: 2, cmdDelete: 2, ready: 0 });
+    await expectCountersExact(redis, keys, store);
+    redis.disconnect();
+  });
+
+  it('reserves jobs put in the same call by priority, then id, and leaves the rest ready', async () => {
+    const { redis, keys, store } = openStore();
+    const results = await store.apply([
+      jobOps.put(null, none, 't', 5, 0, 60, body('a')), jobOps.put(null, none, 't', 1, 0, 60, body('b')),
+      jobOps.put(null, none, 't', 5, 0, 60, body('c')), jobOps.put(null, none, 't', 2000, 0, 60, body('d')),
+      jobOps.put(null, none, 't', 1, 0, 60, body('e')), jobOps.put(null, none, 't', 0, 5, 60, body('f')),
+      jobOps.reserve(null, none, 'o', ['t'], 3),
+      jobOps.reserve(null, none, 'p', ['t'], 1),
+      jobOps.put(null, none, 't', 0, 0, 60, body('g')),
+      jobOps.reserve(null, none, 'q', ['t'], 1),
+    ]);
+    const taken = (r: unknown) => (r as ReservedJob[]).map((j) => `${j.id}:${j.body.toString()}`);
+    expect(taken(results[6])).toEqual(['2:b', '5:e', '1:a']);
+    expect(taken(results[7])).toEqual(['3:c']);
+    expect(taken(results[9])).toEqual(['7:g']);
+    expect(await redis.zrange(keys.tube('t')[1]!, 0, -1)).toEqual([member('4')]);
+    expect(await store.totals()).toMatchObject({ ready: 1, urgent: 0, reserved: 5, delayed: 1, totalJobs: 7 });
+    expect((await store.tubeCounts(['t'])).tubes.get('t')).toMatchObject({ reserved: 5, ready: 1, delayed: 1, totalJobs: 7 });
+    await expectCountersExact(redis, keys, store);
+    redis.disconnect();
+  });
+
+  it('deletes, releases, buries and touches a job reserved earlier in the same call', async () => {
+    const { redis, keys, store } = openStore();
+    await store.apply([0, 1, 2, 3].map(() => jobOps.put(null, none, 't', 10, 0, 60, body())));
+    const results = await store.apply([
+      jobOps.reserve(null, none, 'o', ['t'], 1), jobOps.delete(null, none, 'o', '1', 't'),
+      jobOps.reserve(null, none, 'o', ['t'], 1), jobOps.release(null, none, 'o', '2', 't', 3, 0),
+      jobOps.reserve(null, none, 'p', ['t'], 1), // takes 2 again: released with a lower pri
+      jobOps.reserve(null, none, 'o', ['t'], 1), jobOps.bury(null, none, 'o', '3', 't', 7),
+      jobOps.reserve(null, none, 'o', ['t'], 1), jobOps.touch(null, none, 'o', '4', 't'),
+      jobOps.delete(null, none, 'o', '2', 't'), // held by p: refused
+    ]);
+    const ids = (r: unknown) => (r as ReservedJob[]).map((j) => j.id);
+    expect(ids(results[0])).toEqual(['1']);
+    expect(results[1]).toBe(true);
+    expect(ids(results[2])).toEqual(['2']);
+    expect(results[3]).toBe(true);
+    expect(ids(results[4])).toEqual(['2']);
+    expect(ids(results[5])).toEqual(['3']);
+    expect(results[6]).toBe(true);
+    expect(ids(results[7])).toEqual(['4']);
+    expect(results[8]).toBe(60);
+    expect(results[9]).toBe(false);
+    // Held now: 2 (by p) and 4 (by o); 3 buried; 1 gone.
+    expect((await redis.zrange(keys.reserved, 0, -1)).sort()).toEqual([member('2') + 't', member('4') + 't']);
+    expect(await redis.hexists(keys.globals[0]!, '1')).toBe(0);
+    expect(await store.jobInfo('2')).toMatchObject({ state: 'reserved', reserves: 2, releases: 1, pri: 3 });
+    expect(await store.jobInfo('3')).toMatchObject({ state: 'buried', reserves: 1, buries: 1, pri: 7 });
+    const four = (await store.jobInfo('4'))!;
+    expect(four).toMatchObject({ state: 'reserved', reserves: 1 });
+    expect(four.timeLeftUs).toBeGreaterThan(59_000_000);
+    const deadline = Number(await redis.zscore(keys.reserved, member('4') + 't'));
+    const [s] = await redis.time();
+    expect(Math.abs(deadline - (Number(s) * 1000 + 60_000))).toBeLessThan(2000);
+    expect(await store.totals()).toMatchObject({ ready: 0, reserved: 2, buried: 1 });
+    await expectCountersExact(redis, keys, store);
+    redis.disconnect();
+  });
+
+  it('removes the reservation of a job reserved in an earlier call that is touched, then released, in one call', async () => {
+    const { redis, keys, store } = openStore();
+    await store.apply([jobOps.put(null, none, 't', 10, 0, 60, body()), jobOps.put(null, none, 't', 10, 0, 60, body())]);
+    await store.apply([jobOps.reserve(null, none, 'o', ['t'], 2)]);
+    expect(await store.apply([
+      jobOps.touch(null, none, 'o', '1', 't'), jobOps.release(null, none, 'o', '1', 't', 10, 0),
+      jobOps.release(null, none, 'o', '2', 't', 10, 0), jobOps.reserve(null, none, 'p', ['t'], 1),
+    ])).toMatchObject([60, true, true, [{ id: '1' }]]);
+    expect(await redis.zrange(keys.reserved, 0, -1)).toEqual([member('1') + 't']);
+    expect(await store.jobInfo('1')).toMatchObject({ state: 'reserved', reserves: 2, releases: 1 });
+    expect(await store.jobInfo('2')).toMatchObject({ state: 'ready', reserves: 1, releases: 1 });
+    expect(await store.totals()).toMatchObject({ ready: 1, reserved: 1 });
+    await expectCountersExact(redis, keys, store);
+    redis.disconnect();
+  });
+
+  it('lets TTR expiry in a call see the touches, releases and deletes made before it in that call', async () => {
+    const { redis, keys, store } = openStore();
+    await store.apply([0, 1, 2].map(() => jobOps.put(null, none, 't', 10, 0, 1, body())));
+    await store.apply([jobOps.reserve(null, none, 'o', ['t'], 3)]);
+    await new Promise((r) => setTimeout(r, 1100)); // every deadline has passed; nothing has expired them yet
+    const results = await store.apply([
+      jobOps.touch(null, none, 'o', '1', 't'), jobOps.release(null, none, 'o', '2', 't', 10, 0), jobOps.delete(null, none, 'o', '3', 't'),
+      jobOps.reserve(null, none, 'p', ['t'], 5),
+    ]);
+    expect(results.slice(0, 3)).toEqual([1, true, true]);
+    // Only 2 (released) is there to take: 1 was touched in time, 3 is gone; no timeouts counted.
+    expect((results[3] as ReservedJob[]).map((j) => j.id)).toEqual(['2']);
+    expect(await store.jobInfo('1')).toMatchObject({ state: 'reserved', timeouts: 0 });
+    expect(await store.jobInfo('2')).toMatchObject({ state: 'reserved', timeouts: 0, releases: 1 });
+    expect(await store.jobInfo('3')).toBeNull();
+    expect((await store.totals()).jobTimeouts).toBe(0);
+    await expectCountersExact(redis, keys, store);
+    // 1 expires for real in a later call, and its reservation goes.
+    await new Promise((r) => setTimeout(r, 1100));
+    const [again] = await store.apply([jobOps.reserve(null, none, 'q', ['t'], 1)]);
+    expect((again as ReservedJob[]).map((j) => j.id)).toEqual(['1']);
+    expect(await store.jobInfo('1')).toMatchObject({ state: 'reserved', timeouts: 1, reserves: 2 });
+    await expectCountersExact(redis, keys, store);
+    redis.disconnect();
+  });
+
+  it('keeps every counter exact over mixed calls of puts, reserves, releases, buries, touches and deletes (300 random calls)', async () => {
+    const { redis, keys, store } = openStore();
+    let seed = 7;
+    const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
+    const tubes = ['a', 'b'];
+    const held = new Map<string, { owner: string; tube: string }>();
+    let nextId = 1;
+    for (let call = 0; call < 300; call++) {
+      const ops = [];
+      const owners = ['o1', 'o2'];
+      for (let k = rand(8) + 1; k > 0; k--) {
+        const r = rand(10);
+        const tube = tubes[rand(2)]!;
+        const heldIds = [...held.keys()];
+        const pick = heldIds.length > 0 ? heldIds[rand(heldIds.length)]! : String(1 + rand(nextId));
+        const h = held.get(pick);
+        if (r < 4) ops.push(jobOps.put(null, none, tube, rand(2) ? 10 : 2000, rand(6) === 0 ? 1 : 0, 60, body()));
+        else if (r < 6) ops.push(jobOps.reserve(null, none, owners[rand(2)]!, rand(2) ? [tube] : tubes, 1 + rand(2)));
+        else if (r === 6) ops.push(jobOps.delete(null, none, h?.owner ?? 'o1', pick, h?.tube ?? tube));
+        else if (r === 7) ops.push(jobOps.release(null, none, h?.owner ?? 'o1', pick, h?.tube ?? tube, rand(2) ? 10 : 2000, 0));
+        else if (r === 8) ops.push(jobOps.bury(null, none, h?.owner ?? 'o1', pick, h?.tube ?? tube, 5));
+        else ops.push(jobOps.touch(null, none, h?.owner ?? 'o1', pick, h?.tube ?? tube));
+      }
+      const results = await store.apply(ops);
+      ops.forEach((op, i) => {
+        const res = results[i];
+        if (op.code === 'p') nextId = Math.max(nextId, Number(res) + 1);
+        if (op.code === 'v' && Array.isArray(res)) for (const j of res as ReservedJob[]) held.set(j.id, { owner: op.owner, tube: j.tube });
+        if ((op.code === 'd' || op.code === 'r' || op.code === 'b') && res === true) held.delete(op.id);
+      });
+      if (call % 50 === 49) await expectCountersExact(redis, keys, store);
+    }
+    // What is held is exactly the reserved zset, each job reserved by its holder.
+    const inZset = (await redis.zrange(keys.reserved, 0, -1)).map((m) => m.slice(1, 1 + m.charCodeAt(0) - 48)).sort();
+    expect(inZset).toEqual([...held.keys()].sort());
+    for (const id of held.keys()) expect((await store.jobInfo(id))!.state).toBe('reserved');
+    await expectCountersExact(redis, keys, store);
+    redis.disconnect();
+  });
+});
