@@ -79,14 +79,9 @@ export const jobBatchRules: BatchRules = {
   touch: heldHere,
 };
 
-/** A batched command's completion: the reply for its result, or the error reply; then the connection goes on. */
+/** A batched command's completion: the reply for its result, or the error it met, to its connection. */
 function completion<R>(reply: (s: Session, op: JobOp<Session, R>, result: R) => Buffer): Completion<Session, R> {
-  return (op, result, err) => {
-    const s = op.ctx;
-    if (err) s.fail(err);
-    else s.answer(reply(s, op, result));
-    s.settled(op);
-  };
+  return (op, result, err) => op.ctx.settled(op, err ?? reply(op.ctx, op, result));
 }
 
 // Built once: a completion per op kind, so no closure is made per command.

@@ -21,9 +21,10 @@ export interface Session {
   answer(reply: Buffer | readonly Buffer[]): void;
   /** A command's store call failed: the protocol's error reply (and a log line). */
   fail(err: unknown): void;
-  /** Hands a job op to the cross-connection batch; its completion answers, then calls settled. */
+  /** Hands a job op to the cross-connection batch; its completion calls settled. */
   submit(op: AnyJobOp): void;
-  settled(op: AnyJobOp): void;
+  /** A batched op's reply, or the error it met; answered in command order (shards may finish out of it). */
+  settled(op: AnyJobOp, outcome: Buffer | Error): void;
 
   setUsed(tube: string): void;
   /** Adds a tube to the watch list (the caller checked it is not there). */

@@ -22,6 +22,8 @@ const LF = 10;
 const MAX_BUFFERED_INPUT = 1 << 20;
 /** Stop executing commands for a client that does not read its replies. */
 const MAX_BUFFERED_OUTPUT = 4 << 20;
+/** A tick's replies up to this size are copied into one buffer for their write. */
+const COPY_REPLIES_BELOW = 64 << 10;
 /** Stop reading from a client whose batched commands Redis has not answered yet (count, body bytes). */
 const MAX_IN_FLIGHT = 1024;
 const MAX_IN_FLIGHT_BYTES = 4 << 20;
@@ -68,10 +70,17 @@ export class Connection implements Session, BodyFraming {
   /** The command whose body is being read. */
   private bodyOf: ParsedCommand | null = null;
   private busy = false;
-  private corked = false;
-  /** Batched commands of this connection not answered yet, and their body bytes. */
-  private inFlight = 0;
+  /** Replies of this tick, written together at its end (flush). */
+  private output: Buffer[] = [];
+  private outputBytes = 0;
+  /** Batched commands of this connection not answered yet, oldest first, and their body bytes. */
+  private readonly awaiting: AnyJobOp[] = [];
   private inFlightBytes = 0;
+  /**
+   * Outcomes that came before those of earlier commands: ops of different
+   * shards go in different calls, which may finish in any order.
+   */
+  private readonly early = new Map<AnyJobOp, Buffer | Error>();
   /** What waits for them: a command that does not join the batch, or a reply. */
   private held: ParsedCommand | Buffer | null = null;
   /** Commands not answered yet, oldest first, when an observer wants them (replies leave in command order). */
@@ -92,14 +101,40 @@ export class Connection implements Session, BodyFraming {
 
   answer(reply: Buffer | readonly Buffer[]): void {
     if (this.closed) return;
-    if (!this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(this.uncork);
-    }
-    if (Buffer.isBuffer(reply)) this.socket.write(reply);
-    else for (const part of reply) this.socket.write(part);
+    if (this.output.length === 0) process.nextTick(this.flush);
+    if (Buffer.isBuffer(reply)) this.queue(reply);
+    else for (const part of reply) this.queue(part);
     if (this.host.instruments) this.observe(reply);
+  }
+
+  private queue(part: Buffer): void {
+    this.output.push(part);
+    this.outputBytes += part.length;
+  }
+
+  /**
+   * The replies of this tick as ONE socket write: copied together while
+   * small (a write per reply, or a corked writev of its parts, costs more
+   * than the copy), as they are when large.
+   */
+  private readonly flush = (): void => {
+    const parts = this.output;
+    const bytes = this.outputBytes;
+    this.output = [];
+    this.outputBytes = 0;
+    if (this.closed || parts.length === 0) return;
+    if (parts.length === 1) this.socket.write(parts[0]!);
+    else if (bytes <= COPY_REPLIES_BELOW) this.socket.write(Buffer.concat(parts, bytes));
+    else {
+      this.socket.cork();
+      for (const part of parts) this.socket.write(part);
+      this.socket.uncork();
+    }
+  };
+
+  /** Reply bytes not yet read by the client: queued this tick, and in the socket. */
+  private get unread(): number {
+    return this.outputBytes + this.socket.writableLength;
   }
 
   private observe(reply: Buffer | readonly Buffer[]): void {
@@ -111,19 +146,15 @@ export class Connection implements Session, BodyFraming {
     if (this.host.instruments) this.unanswered.push({ name, at: performance.now() });
   }
 
-  private readonly uncork = (): void => {
-    this.corked = false;
-    this.socket.uncork();
-  };
-
   fail(err: unknown): void {
     if (isOutcomeUnknown(err)) {
       // Whether the command took effect cannot be known: no reply may claim
-      // either. Closing says "unknown", which every client handles; what this
-      // connection may hold is then found and handed back by the sidecar.
+      // either. Closing says "unknown", which every client handles (after the
+      // replies before it); what this connection may hold is then found and
+      // handed back by the sidecar.
       this.host.log.warn({ err, conn: this.id }, 'outcome of a command unknown: closing its connection');
       this.uncertain = true;
-      this.destroy();
+      this.quit();
       return;
     }
     this.host.log.error({ err, conn: this.id }, 'command failed');
@@ -135,14 +166,14 @@ export class Connection implements Session, BodyFraming {
   /** Runs commands while input is complete and nothing holds the connection. */
   private pump(): void {
     let needInput = false;
-    while (!this.busy && this.held === null && !this.closed && !this.stopped && this.socket.writableLength < MAX_BUFFERED_OUTPUT && !this.throttled()) {
+    while (!this.busy && this.held === null && !this.closed && !this.stopped && this.unread < MAX_BUFFERED_OUTPUT && !this.throttled()) {
       if (!this.step()) { needInput = true; break; }
     }
     if (this.closed) return;
     // EOF: every complete command has been answered; a partial one is dropped.
     if (this.eof && needInput && this.inFlight === 0) { this.quit(); return; }
     const full = this.input.length >= MAX_BUFFERED_INPUT + (this.mode === Mode.Body ? this.need : 0);
-    if (full || this.socket.writableLength >= MAX_BUFFERED_OUTPUT) this.socket.pause();
+    if (full || this.unread >= MAX_BUFFERED_OUTPUT) this.socket.pause();
     else this.socket.resume();
   }
 
@@ -225,15 +256,40 @@ export class Connection implements Session, BodyFraming {
   }
 
   submit(op: AnyJobOp): void {
-    this.inFlight++;
+    this.awaiting.push(op);
     if (op.body) this.inFlightBytes += op.body.length;
     this.host.submit(op);
   }
 
-  settled(op: AnyJobOp): void {
+  /** Batched commands of this connection not answered yet. */
+  private get inFlight(): number {
+    return this.awaiting.length;
+  }
+
+  /**
+   * A batched command's outcome. It is answered when every command before it
+   * has been, so replies leave in command order whatever order shards finish in;
+   * until then it still counts as in flight, which bounds what waits here.
+   */
+  settled(op: AnyJobOp, outcome: Buffer | Error): void {
+    if (this.closed) return;
+    if (this.awaiting[0] !== op) {
+      this.early.set(op, outcome);
+      return;
+    }
     const wasThrottled = this.throttled();
-    this.inFlight--;
-    if (op.body) this.inFlightBytes -= op.body.length;
+    let next: AnyJobOp | undefined = op;
+    let out: Buffer | Error | undefined = outcome;
+    while (next !== undefined && out !== undefined) {
+      this.awaiting.shift();
+      if (next.body) this.inFlightBytes -= next.body.length;
+      if (Buffer.isBuffer(out)) this.answer(out);
+      else this.fail(out);
+      next = this.awaiting[0];
+      out = next && this.early.get(next);
+      if (out !== undefined) this.early.delete(next!);
+    }
+    if (this.closed) return;
     if (this.inFlight === 0 && this.held !== null) {
       const held = this.held;
       this.held = null;
@@ -373,6 +429,7 @@ export class Connection implements Session, BodyFraming {
   /** quit, or EOF after the last command: send what is pending, then close. */
   quit(): void {
     if (this.closed) return;
+    this.flush();
     this.socket.end();
     this.destroy();
   }

@@ -4,7 +4,8 @@
 // (lua/jobs/batch.lua). Under load, batches form by themselves from what arrives
 // during a round trip; a lone command on an idle sidecar is sent at the end
 // of the current event-loop turn, with no timer. Ops settle in the order
-// they were added, so each connection's replies come back in its order.
+// they were added; a connection whose ops went to several shards' batchers
+// puts their replies back in its order itself.
 
 import type { AnyJobOp, OpResult } from './ops.js';
 
