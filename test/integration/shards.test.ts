@@ -174,6 +174,26 @@ describe('--shards', () => {
     expect([...seen.values()].every((n) => n === 1)).toBe(true);
   }, 60_000);
 
+  it('answers a pipeline whose batched commands go to several shards in command order', async () => {
+    const s = await sidecar();
+    const [w, load] = [await dial(s), await dial(s)];
+    const [held, other] = tubesByShard().map((t) => t[0]!);
+    const N = 200;
+    for (let i = 0; i < N; i++) await put(load, held!, 0, 'h');
+    await w.cmd(`watch ${held}`);
+    const ids: string[] = [];
+    for (let i = 0; i < N; i++) ids.push((await w.cmd('reserve-with-timeout 0')).split(' ')[1]!);
+    await w.cmd(`use ${other}`);
+    // The held jobs' shard is kept busy by another client's puts, so its calls
+    // finish after those of the other shard, whose puts are answered first.
+    load.send(`put 0 0 60 1\r\nx\r\n`.repeat(3000));
+    w.send(ids.map((id) => `delete ${id}\r\nput 0 0 60 1\r\ny\r\n`).join(''));
+    const replies: string[] = [];
+    for (let i = 0; i < 2 * N; i++) replies.push((await w.reply()).line);
+    expect(replies.filter((r, i) => (i % 2 === 0 ? r !== 'DELETED' : !/^INSERTED \d+$/.test(r)))).toEqual([]);
+    for (let i = 0; i < 3000; i++) await load.reply();
+  });
+
   it('uses up an id of the used tube\'s shard for a put that ends in EXPECTED_CRLF', async () => {
     const s = await sidecar();
     const w = await dial(s);
