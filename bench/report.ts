@@ -147,7 +147,22 @@ export function comparisons(rows: Row[]): string[] {
     lines.push(`${r.scenario} redstalk / bullmq: ${formatNumber(r.jobsPerSec / bullmq.jobsPerSec)}x jobs/s; CPU µs per job, all processes: `
       + `redstalk ${formatNumber(us(r))} (generator + sidecar + redis), bullmq ${formatNumber(us(bullmq))} (BullMQ clients + redis): ${formatNumber(us(r) / us(bullmq))}x`);
   }
-  return [...lines, ...versusBaseline(rows).map(versusLine)];
+  return [...lines, ...versusBaseline(rows).map(versusLine), ...floorLines(rows)];
+}
+
+/** The sidecars' CPU per job beside the floor's (a Node server with no store) in the same scenario. */
+function floorLines(rows: Row[]): string[] {
+  return rows.flatMap((r) => {
+    const floor = r.target === 'redstalk' ? peer(rows, r, 'floor') : undefined;
+    if (!floor) return [];
+    const least = roleUsPerJob(floor.cpu, 'server');
+    const sidecar = (row: Row) => {
+      const us = roleUsPerJob(row.cpu, 'server');
+      return `${row.target} ${formatNumber(us)} (${(us / least).toFixed(2)}x the floor)`;
+    };
+    const base = peer(rows, r, 'baseline');
+    return [`${r.scenario} sidecar CPU µs per job: floor ${formatNumber(least)}, ${[r, ...(base ? [base] : [])].map(sidecar).join(', ')}`];
+  });
 }
 
 function firstLine(binary: string, args: string[], otherwise = 'not installed'): string {

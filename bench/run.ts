@@ -26,7 +26,9 @@ const USAGE = `npm run bench -- [options]
   --fill N          jobs queued before mixed-backlog, and at most before drain (default 1000000, --quick 100000)
   --fill-seconds S  upper bound on that filling (default 300)
   --scenarios a,b   which scenarios or groups (${GROUPS.join(', ')}) (default all, below)
-  --targets a,b     ${TARGETS.join(', ')} (default all; beanstalkd where installed, baseline with --baseline); each plays the scenarios it can
+  --targets a,b     ${TARGETS.join(', ')} (default all but floor; beanstalkd where installed, baseline with --baseline);
+                    each plays the scenarios it can; floor: a Node server answering from memory (bench/floor-server.ts),
+                    the least CPU per job a Node sidecar can use for the same clients
   --baseline DIR    another redstalk checkout (an old commit, with node_modules): target baseline, started as redstalk
                     but from DIR, plays every scenario redstalk plays, compared with redstalk in the same run
   --rounds N        play every scenario N times on each target (default 2, --quick 1)
@@ -76,7 +78,7 @@ function parse() {
   if (settings.payload < ID_BYTES) throw new Error(`--payload must be at least ${ID_BYTES}: each job carries its id and send time`);
   if (settings.clients < 2) throw new Error('--clients must be at least 2: mixed runs producers and consumers');
   if (values.baseline !== undefined) useBaseline(values.baseline);
-  const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd) && (t !== 'baseline' || values.baseline !== undefined));
+  const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd) && (t !== 'baseline' || values.baseline !== undefined) && t !== 'floor');
   const targets = pick('target', values.targets, TARGETS, defaults);
   if (targets.includes('baseline') && values.baseline === undefined) throw new Error('--targets baseline needs --baseline DIR (the old redstalk checkout to compare with)');
   if (targets.includes('beanstalkd') && !hasBeanstalkd) throw new Error('beanstalkd is not installed (apt-get install beanstalkd)');

@@ -40,8 +40,14 @@ const WITH_BULLMQ: Target[] = [...DEFAULT_TARGETS, 'bullmq'];
 
 export const targetsOf = (scenario: Scenario): Target[] => scenario.targets ?? DEFAULT_TARGETS;
 
-/** Whether a target plays a scenario: the baseline (an old redstalk) plays whatever redstalk plays. */
-export const plays = (scenario: Scenario, target: Target): boolean => targetsOf(scenario).includes(target === 'baseline' ? 'redstalk' : target);
+/**
+ * Whether a target plays a scenario: the baseline (an old redstalk) plays whatever redstalk plays,
+ * the floor (no store) the plain put, drain and mixed scenarios beanstalkd plays.
+ */
+export const plays = (scenario: Scenario, target: Target): boolean => {
+  if (target === 'floor') return targetsOf(scenario).includes('beanstalkd') && !scenario.baseline && scenario.workload !== 'rate';
+  return targetsOf(scenario).includes(target === 'baseline' ? 'redstalk' : target);
+};
 
 export const SCENARIOS: Scenario[] = [
   { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms); bullmq: Queue.add' },

@@ -17,10 +17,13 @@ import type { Watched } from './cpu.js';
 
 export { hasBeanstalkd } from '../test/helpers/beanstalkd.js';
 
-/** baseline: redstalk from the checkout given to useBaseline (run.ts --baseline), started as redstalk is. */
-export type Target = 'redstalk' | 'baseline' | 'beanstalkd' | 'bullmq';
+/**
+ * baseline: redstalk from the checkout given to useBaseline (run.ts --baseline), started as redstalk is.
+ * floor: bench/floor-server.ts, a Node server answering from memory (the least a Node sidecar can cost).
+ */
+export type Target = 'redstalk' | 'baseline' | 'beanstalkd' | 'bullmq' | 'floor';
 /** In the order they play and are listed: the baseline right after the redstalk it is compared with. */
-export const TARGETS: readonly Target[] = ['redstalk', 'baseline', 'beanstalkd', 'bullmq'];
+export const TARGETS: readonly Target[] = ['redstalk', 'baseline', 'beanstalkd', 'bullmq', 'floor'];
 /** everysec: redis AOF fsync every second / beanstalkd binlog (fsync every 50 ms); always: fsync each write; memory: neither. */
 export type Persistence = 'everysec' | 'always' | 'memory';
 
@@ -295,6 +298,19 @@ async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget>
   };
 }
 
+/** The floor: no store, so no persistence to set. */
+async function startFloor(): Promise<RunningTarget> {
+  const port = await freePort();
+  const server = await launch(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts', String(port)], port);
+  return {
+    ports: [port],
+    redisPorts: [],
+    watched: [{ role: 'server', label: 'floor', pids: [server.child.pid!] }],
+    commands: [server.command],
+    stop: () => stopProcess(server.child),
+  };
+}
+
 /** BullMQ's Redis: redstalk's settings; its clients run in the benchmark process (bullmq.ts). */
 async function startBullmqRedis(persistence: Persistence): Promise<RunningTarget> {
   const redis = await startRedis(persistence, false);
@@ -309,6 +325,7 @@ export function startTarget(target: Target, options: TargetOptions): Promise<Run
     return startRedstalk(options, baselineCheckout);
   }
   if (target === 'beanstalkd') return startBeanstalkd(options.persistence);
+  if (target === 'floor') return startFloor();
   return startBullmqRedis(options.persistence);
 }
 
