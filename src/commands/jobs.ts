@@ -7,6 +7,9 @@ import { jobOps, type Completion, type JobOp } from '../store/ops.js';
 import type { PeekState } from '../store/job-store.js';
 import type { BatchRules, Handlers, Services, Session } from './session.js';
 
+/** The most pipelined `reserve-with-timeout 0` answered by one store call. */
+const MAX_RUN = 100;
+
 type JobCommand = 'put' | 'peek' | 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve-with-timeout'
   | 'reserve-job' | 'reserve' | 'delete' | 'release' | 'bury' | 'kick' | 'kick-job' | 'touch' | 'reserve-many';
 
@@ -27,7 +30,13 @@ export const jobHandlers: Handlers<JobCommand> = {
   'peek-delayed': (s, _args, svc) => peekTube(s, svc, 'delayed'),
   'peek-buried': (s, _args, svc) => peekTube(s, svc, 'buried'),
 
-  'reserve-with-timeout': (s, [timeout], svc) => svc.wait(s, timeout),
+  'reserve-with-timeout'(s, [timeout], svc) {
+    if (timeout !== 0) return svc.wait(s, timeout);
+    // A pipelined run of these (a client draining fast) takes its jobs in one store call.
+    const more = s.takeRepeats(MAX_RUN - 1);
+    for (let i = 0; i < more; i++) svc.countCommand('cmd-reserve-with-timeout');
+    return svc.wait(s, 0, { run: 1 + more });
+  },
   async 'reserve-job'(s, [id], svc) {
     const tube = await tubeOf(s, svc, id);
     const job = tube === null ? null : await svc.jobs.reserveJob(s.owner, id, tube);
@@ -36,7 +45,7 @@ export const jobHandlers: Handlers<JobCommand> = {
     s.deliver(job);
   },
   reserve: (s, _args, svc) => svc.wait(s, null),
-  'reserve-many': (s, [count, timeout], svc) => svc.wait(s, timeout, count),
+  'reserve-many': (s, [count, timeout], svc) => svc.wait(s, timeout, { many: count }),
 
   delete(s, [id], svc) {
     const r = s.reserved.get(id);

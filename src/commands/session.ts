@@ -46,6 +46,11 @@ export interface Session {
   becomeWorker(): void;
   /** quit: send what is pending, then close. */
   quit(): void;
+  /**
+   * Takes from the input the complete copies of the command line just read
+   * that follow it (a pipelined run of one command), at most `max`: how many.
+   */
+  takeRepeats(max: number): number;
 
   /** The client shut its writing side: a reserve can wait for nothing (TIMED_OUT, as beanstalkd). */
   readonly halfClosed: boolean;
@@ -58,15 +63,23 @@ export interface Session {
 
 export type TubeUse = 'using' | 'watching';
 
+/**
+ * reserve-many of up to `many` jobs (one RESERVED-MANY), or `run` reserves
+ * sent together and answered in one store call, each with its own RESERVED,
+ * DEADLINE_SOON or TIMED_OUT as if they had come one after another.
+ */
+export type ReserveShape = { many: number } | { run: number };
+
 export interface Services {
   readonly jobs: JobStore;
   readonly rooms: RoomStore;
   /**
    * Blocks the session in a reserve (timeout in seconds, null = forever) until
-   * it is answered: with one job, or for reserve-many (`many` = the most to
-   * take) with all the jobs that were ready together.
+   * it is answered: with one job, for reserve-many (`many` = the most to take)
+   * with all the jobs that were ready together, or for a pipelined run of
+   * `run` reserves (timeout 0) with a reply each.
    */
-  wait(s: Session, timeoutSeconds: number | null, many?: number): Promise<void>;
+  wait(s: Session, timeoutSeconds: number | null, shape?: ReserveShape): Promise<void>;
   /**
    * A session starts (+1) or stops (-1) using or watching a tube. Starting may
    * first create the tube in the store: then a promise, settled when it exists.

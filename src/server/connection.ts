@@ -83,6 +83,9 @@ export class Connection implements Session, BodyFraming {
   private readonly early = new Map<AnyJobOp, Buffer | Error>();
   /** What waits for them: a command that does not join the batch, or a reply. */
   private held: ParsedCommand | Buffer | null = null;
+  /** The command line being run, and its command's name. */
+  private line = '';
+  private lineCommand = '';
   /** Commands not answered yet, oldest first, when an observer wants them (replies leave in command order). */
   private readonly unanswered: Array<{ name: string; at: number }> = [];
 
@@ -163,6 +166,20 @@ export class Connection implements Session, BodyFraming {
 
   // ---- input ----
 
+  takeRepeats(max: number): number {
+    const bytes = this.line.length + 2;
+    let n = 0;
+    while (n < max && this.input.length >= bytes) {
+      const next = this.input.head(bytes);
+      // A line never holds a CR (lineLength ends it at the first), so this is the whole next line.
+      if (next[bytes - 2] !== CR || next[bytes - 1] !== LF || next.toString('latin1', 0, bytes - 2) !== this.line) break;
+      this.input.skip(bytes);
+      this.received(this.lineCommand);
+      n++;
+    }
+    return n;
+  }
+
   /** Runs commands while input is complete and nothing holds the connection. */
   private pump(): void {
     let needInput = false;
@@ -239,11 +256,13 @@ export class Connection implements Session, BodyFraming {
   }
 
   private execute(line: string): void {
+    this.line = line;
     const cmd = parseCommand(line);
     if (cmd === ParseError.BadFormat || cmd === ParseError.UnknownCommand) {
       this.received('(invalid)');
       return this.answerAfterBatch(cmd === ParseError.BadFormat ? REPLY.BAD_FORMAT : REPLY.UNKNOWN_COMMAND);
     }
+    this.lineCommand = cmd.spec.name;
     this.received(cmd.spec.name);
     if (this.inFlight > 0 && !this.host.dispatcher.joinsBatch(this, cmd)) { this.held = cmd; return; }
     this.track(this.host.dispatcher.command(this, cmd));

@@ -130,7 +130,7 @@ export class Sidecar implements ConnectionHost {
     const services: Services = {
       jobs, rooms, stats: this.stats, maxJobSize: config.maxJobSize,
       authenticates: (token) => auth === null || tokenMatches(auth, token),
-      wait: (s, timeout, many) => this.waiters.wait(s, timeout, many),
+      wait: (s, timeout, shape) => this.waiters.wait(s, timeout, shape),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,
       countCommand: (counter) => {

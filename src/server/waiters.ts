@@ -12,7 +12,7 @@
 // earliest put. Between the two steps another client may take one of those
 // jobs; a shard's reserve then takes its next one, and if no shard had any
 // left, the waiter looks again at once.
-import type { Session } from '../commands/session.js';
+import type { ReserveShape, Session } from '../commands/session.js';
 import { REPLY } from '../protocol/replies.js';
 import { isOutcomeUnknown } from '../store/errors.js';
 import type { ReadyListener } from '../store/job-store.js';
@@ -54,8 +54,10 @@ interface Waiter {
   /** The watched tubes by shard (one entry when they share a shard: the usual case). */
   readonly shards: readonly ShardTubes[];
   survey: Survey | null;
-  /** reserve-many: the most jobs to take at once; null for reserve (one job, RESERVED). */
+  /** reserve-many: the most jobs to take at once; null for reserve (a RESERVED each). */
   readonly many: number | null;
+  /** reserve: how many sent together (a pipelined run, timeout 0), each answered; 1 else. */
+  readonly run: number;
   state: State;
   /** Ends the wait once the attempt in flight (if any) found nothing. */
   outcome: Outcome | null;
@@ -93,6 +95,9 @@ const SAFETY_MARGIN_MS = 1000;
 
 const OUTCOME_REPLY: Record<Outcome, Buffer> = { timeout: REPLY.TIMED_OUT, deadline: REPLY.DEADLINE_SOON };
 
+/** A reservation ends within the safety margin: a reserve that finds no job answers DEADLINE_SOON. */
+const deadlineSoon = (soonest: number, now: number): boolean => soonest - SAFETY_MARGIN_MS <= now;
+
 export class Waiters implements ReadyListener {
   /** Waiters by watched tube; a Set iterates in insertion order, so each is first come, first served. */
   private readonly byTube = new Map<string, Set<Waiter>>();
@@ -101,15 +106,17 @@ export class Waiters implements ReadyListener {
   constructor(private readonly host: WaitersHost) {}
 
   /** reserve / reserve-with-timeout / reserve-many (timeout in seconds, null = forever); settles once answered. */
-  wait(session: Session, timeoutSec: number | null, many: number | null = null): Promise<void> {
+  wait(session: Session, timeoutSec: number | null, shape?: ReserveShape): Promise<void> {
     return new Promise<void>((resolve) => {
       const tubes = [...session.watched];
+      const many = shape && 'many' in shape ? shape.many : null;
+      const run = shape && 'run' in shape ? shape.run : 1;
       const w: Waiter = {
-        session, tubes, shards: [...byShard(tubes, (t) => this.host.shardOf(t)).values()], survey: null, many, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
+        session, tubes, shards: [...byShard(tubes, (t) => this.host.shardOf(t)).values()], survey: null, many, run, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
       };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
-      if (soonest - SAFETY_MARGIN_MS <= now) w.outcome = 'deadline';
+      if (deadlineSoon(soonest, now)) w.outcome = 'deadline';
       else if (soonest !== Infinity) this.at(w, soonest - SAFETY_MARGIN_MS - now, 'deadline');
       // A client that half-closed cannot wait: one look, then TIMED_OUT (beanstalkd answers each such reserve).
       if (timeoutSec === 0 || session.halfClosed) w.outcome = w.outcome ?? 'timeout';
@@ -188,7 +195,7 @@ export class Waiters implements ReadyListener {
 
   private attempt(w: Waiter): void {
     w.state = State.Attempting;
-    const count = w.many ?? 1;
+    const count = w.many ?? w.run;
     if (w.shards.length === 1) {
       this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, count));
       return;
@@ -212,7 +219,7 @@ export class Waiters implements ReadyListener {
     // The most urgent of all shards' candidates (each shard's list is in its reserve order).
     const all = survey.candidates.flatMap((list, s) => list.map((c, k) => ({ ...c, s, k })));
     all.sort((a, b) => a.pri - b.pri || a.createdMs - b.createdMs || a.s - b.s || a.k - b.k);
-    survey.order = all.slice(0, w.many ?? 1).map((c) => c.s);
+    survey.order = all.slice(0, w.many ?? w.run).map((c) => c.s);
     if (survey.order.length === 0) {
       w.survey = null;
       this.settleAttempt(w, survey.wakeMs, survey.failure);
@@ -293,13 +300,21 @@ export class Waiters implements ReadyListener {
   }
 
   private deliver(w: Waiter, jobs: readonly ReservedJob[]): void {
-    if (w.many === null) w.session.deliver(jobs[0]!);
-    else w.session.deliverMany(jobs);
+    if (w.many !== null) w.session.deliverMany(jobs);
+    else {
+      for (const job of jobs) w.session.deliver(job);
+      // The rest of a run found no job, after the jobs before them were reserved (beanstalkd: each in turn).
+      for (let i = jobs.length; i < w.run; i++) {
+        const now = Date.now();
+        w.session.answer(deadlineSoon(w.session.soonestDeadline(now), now) ? REPLY.DEADLINE_SOON : REPLY.TIMED_OUT);
+      }
+    }
     this.finish(w);
   }
 
+  /** The wait's end without a job: the reply, once per reserve of a run. */
   private reply(w: Waiter, b: Buffer): void {
-    w.session.answer(b);
+    for (let i = 0; i < w.run; i++) w.session.answer(b);
     this.finish(w);
   }
 

@@ -156,6 +156,20 @@ describe('batching', () => {
     }
   });
 
+  it('takes a pipelined run of reserve-with-timeout 0 in one call, answering each in turn', async () => {
+    const a = await ctx.dial();
+    for (const body of 'cab') a.send(`put ${body.charCodeAt(0)} 0 60 1\r\n${body}\r\n`);
+    await replies(a, 3);
+    const w = await ctx.dial();
+    const before = { ...batcher(), stats: yamlMap(await w.cmd('stats'))['cmd-reserve-with-timeout'] };
+    w.send('reserve-with-timeout 0\r\n'.repeat(5));
+    const got = await replies(w, 5);
+    expect(got.map((r) => r.replace(/^RESERVED \d+ 1\n/, ''))).toEqual(['a', 'b', 'c', 'TIMED_OUT', 'TIMED_OUT']);
+    expect(batcher().calls - before.calls).toBe(1);
+    expect(batcher().ops - before.ops).toBe(1);
+    expect(Number(yamlMap(await w.cmd('stats'))['cmd-reserve-with-timeout']) - Number(before.stats)).toBe(5);
+  });
+
   it('serves waiting reserves first come, first served, with the most urgent job first', async () => {
     const waiters = await Promise.all(Array.from({ length: 4 }, () => ctx.dial()));
     for (const w of waiters) {
