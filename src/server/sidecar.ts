@@ -133,6 +133,7 @@ export class Sidecar implements ConnectionHost {
       wait: (s, timeout, shape) => this.waiters.wait(s, timeout, shape),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,
+      oneShard: (tubes) => tubes.every((t) => backend.shardMap.ofTube(t) === backend.shardMap.ofTube(tubes[0]!)),
       countCommand: (counter) => {
         this.counters.count(counter);
         this.presence.statsChanged();

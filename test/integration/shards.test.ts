@@ -194,6 +194,30 @@ describe('--shards', () => {
     for (let i = 0; i < 3000; i++) await load.reply();
   });
 
+  it('answers pipelined reserve-with-timeout 0 over tubes of two shards one by one, most urgent first', async () => {
+    const s = await sidecar();
+    const [p, c] = [await dial(s), await dial(s)];
+    const [t0, t1] = tubesByShard().map((t) => t[0]!);
+    await put(p, t0!, 5, 'a5');
+    await put(p, t1!, 1, 'b1');
+    await put(p, t1!, 7, 'b7');
+    for (const t of [t0, t1]) await c.cmd(`watch ${t}`);
+    const link = new Redis(redis.url);
+    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await link.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    c.send('reserve-with-timeout 0\r\n'.repeat(5));
+    const got: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await c.reply();
+      got.push(r.body ? r.body.toString() : r.line);
+    }
+    expect(got).toEqual(['b1', 'a5', 'b7', 'TIMED_OUT', 'TIMED_OUT']);
+    // Each reserve looked at both shards on its own (candidates in each, then a reserve where the
+    // most urgent is): 18 calls here, against 5 had the five gone as one run.
+    expect((await calls()) - before).toBeGreaterThanOrEqual(10);
+    link.disconnect();
+  });
+
   it('uses up an id of the used tube\'s shard for a put that ends in EXPECTED_CRLF', async () => {
     const s = await sidecar();
     const w = await dial(s);
