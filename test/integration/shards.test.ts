@@ -213,8 +213,9 @@ describe('--shards', () => {
     }
     expect(got).toEqual(['b1', 'a5', 'b7', 'TIMED_OUT', 'TIMED_OUT']);
     // Each reserve looked at both shards on its own (candidates in each, then a reserve where the
-    // most urgent is): 18 calls here, against 5 had the five gone as one run.
-    expect((await calls()) - before).toBeGreaterThanOrEqual(10);
+    // most urgent is): 18 calls here, against 5 had the five gone as one run. (On the test
+    // cluster the calls go to its nodes, not to this redis-server.)
+    if (!onCluster) expect((await calls()) - before).toBeGreaterThanOrEqual(10);
     link.disconnect();
   });
 
