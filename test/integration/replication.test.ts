@@ -84,7 +84,7 @@ describe.skipIf(onCluster)('--min-replicas', () => {
     const replica = await redisProcess(['--replicaof', '127.0.0.1', String(primary.port)]);
     cleanup.push(() => replica.stop());
     await replicaInSync(primary.port);
-    const sidecar: TestSidecar = await startRedstalk({ redisUrl: primary.url, minReplicas: 1, minReplicasTimeoutMs: 300 });
+    const sidecar: TestSidecar = await startRedstalk({ redisUrl: primary.url, minReplicas: 1, minReplicasTimeoutMs: 1000 });
     cleanup.push(() => sidecar.stop());
     const a = await Wire.connect(sidecar.port);
     expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
