@@ -3,12 +3,15 @@
 // connection holds go into the cross-connection batch (store/batcher.ts);
 // their replies are made by the completions at the end of this file.
 import { jobReply, line, REPLY } from '../protocol/replies.js';
+import { COMMANDS } from '../protocol/spec.js';
 import { jobOps, type Completion, type JobOp } from '../store/ops.js';
 import type { PeekState } from '../store/job-store.js';
 import type { BatchRules, Handlers, Services, Session } from './session.js';
 
 /** The most pipelined `reserve-with-timeout 0` answered by one store call. */
 const MAX_RUN = 100;
+/** Its stats counter, as the spec declares it (the dispatcher counts the first of a run). */
+const RESERVE_TIMEOUT_COUNTER = COMMANDS.find((c) => c.name === 'reserve-with-timeout')!.counter!;
 
 type JobCommand = 'put' | 'peek' | 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve-with-timeout'
   | 'reserve-job' | 'reserve' | 'delete' | 'release' | 'bury' | 'kick' | 'kick-job' | 'touch' | 'reserve-many';
@@ -35,7 +38,7 @@ export const jobHandlers: Handlers<JobCommand> = {
     // several shards it could not see all of them at once, so each goes on its own there.
     if (timeout !== 0 || !svc.oneShard(s.watched)) return svc.wait(s, timeout);
     const more = s.takeRepeats(MAX_RUN - 1);
-    for (let i = 0; i < more; i++) svc.countCommand('cmd-reserve-with-timeout');
+    for (let i = 0; i < more; i++) svc.countCommand(RESERVE_TIMEOUT_COUNTER);
     return svc.wait(s, 0, { run: 1 + more });
   },
   async 'reserve-job'(s, [id], svc) {

@@ -14,7 +14,7 @@ import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { Batcher, type ApplyBatch } from '../store/batcher.js';
 import type { AnyJobOp, ReservedJob } from '../store/ops.js';
-import { shardOfOp } from '../store/sharded.js';
+import { byShard, shardOfOp } from '../store/sharded.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
@@ -133,7 +133,7 @@ export class Sidecar implements ConnectionHost {
       wait: (s, timeout, shape) => this.waiters.wait(s, timeout, shape),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,
-      oneShard: (tubes) => tubes.every((t) => backend.shardMap.ofTube(t) === backend.shardMap.ofTube(tubes[0]!)),
+      oneShard: (tubes) => byShard(tubes, (t) => backend.shardMap.ofTube(t)).size === 1,
       countCommand: (counter) => {
         this.counters.count(counter);
         this.presence.statsChanged();

@@ -304,9 +304,10 @@ export class Waiters implements ReadyListener {
     else {
       for (const job of jobs) w.session.deliver(job);
       // The rest of a run found no job, after the jobs before them were reserved (beanstalkd: each in turn).
-      for (let i = jobs.length; i < w.run; i++) {
+      if (jobs.length < w.run) {
         const now = Date.now();
-        w.session.answer(deadlineSoon(w.session.soonestDeadline(now), now) ? REPLY.DEADLINE_SOON : REPLY.TIMED_OUT);
+        const rest = deadlineSoon(w.session.soonestDeadline(now), now) ? REPLY.DEADLINE_SOON : REPLY.TIMED_OUT;
+        for (let i = jobs.length; i < w.run; i++) w.session.answer(rest);
       }
     }
     this.finish(w);
