@@ -10,7 +10,7 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Layout } from '../src/store/layout.js';
-import { jobOps, type AnyJobOp, type OpResult, type ReservedJob } from '../src/store/ops.js';
+import { jobOps, type AnyJobOp, type OpResult, type Reservation } from '../src/store/ops.js';
 import { RedisJobStore } from '../src/store/redis/job-store.js';
 import { bindScripts } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
@@ -68,7 +68,7 @@ for (const key of [keys.globals[0]!, keys.tube('default')[1]!]) {
 }
 write('reserving them...\n');
 const reserve = await measure(jobs, () => jobOps.reserve(null, ignore, owner, ['default'], 1));
-const reserved = reserve.results.flatMap((r) => (Array.isArray(r) ? (r as ReservedJob[]) : []));
+const reserved = reserve.results.flatMap((r) => (typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs : []));
 write('deleting them...\n');
 const del = await measure(reserved.length, (i) => jobOps.delete(null, ignore, owner, reserved[i]!.id, 'default'));
 const left = await redis.hlen(keys.globals[0]!);

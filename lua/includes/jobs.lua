@@ -192,9 +192,12 @@ local moved_ready, moved_urgent, moved_buried = 0, 0, 0
 -- Tubes whose ready set changed: true when only jobs came (it is not empty,
 -- so no ZCARD is needed to know it belongs in ready-tubes), 'left' else.
 local touched, touched_tube = {}, {}
+-- Each tube's ready jobs gained less those taken, by name (see notify_net_ready).
+local net_ready = {}
 
 local function count_ready(T, n, pri)
   moved_ready = moved_ready + n
+  net_ready[T.name] = (net_ready[T.name] or 0) + n
   if pri <= URGENT then moved_urgent = moved_urgent + n end
   touched_tube[T.name] = T
   if n < 0 then touched[T.name] = 'left' elseif not touched[T.name] then touched[T.name] = true end
@@ -384,6 +387,15 @@ end
 local PUBLISH = 'PUBLISH'
 local function notify_ready(channel, tube, count)
   if count > 0 then redis.call(PUBLISH, channel, count .. ' ' .. tube) end
+end
+
+-- Wakes waiters for the jobs a script left ready in each tube, net of those it
+-- took: a put handed to a reserve in the same call (a consumer of the same
+-- sidecar) wakes nobody. A job taken in place of one that became ready here
+-- was ready before, so its own wake-up is still on its way.
+local function notify_net_ready(channel)
+  for name, n in pairs(net_ready) do notify_ready(channel, name, n) end
+  net_ready = {}
 end
 
 -- The tubes in list-tubes order, kept as beanstalkd keeps its array of

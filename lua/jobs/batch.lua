@@ -16,8 +16,9 @@
           'r' owner id t pri delay    release                  -> 1 | 0
           'b' owner id t pri          bury                     -> 1 | 0
           't' owner id t              touch                    -> ttr s | 0
-          'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...}
-                                      from k tubes               (4 values a job, 1..n jobs)
+          'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...,
+                                      from k tubes               drained} (4 values a job,
+                                                                 1..n jobs; drained 1 | 0)
                                       | ms until something may become reservable, or -1
                                       n < 0: reserve nothing,  -> {pri, created ms.us, ...} | ms, -1
                                       name the -n jobs a        (2 values a job)
@@ -48,8 +49,8 @@ local created = now_ms_exact() -- of the jobs put by this call
 local now = math.floor(created)
 local shards, shard, ntubes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local Ts, by_name = tubes_from(5, ntubes)
-local inserted, became_ready, deleted, emptied = {}, {}, {}, {}
-for i = 1, ntubes do inserted[i], became_ready[i], deleted[i] = 0, 0, 0 end
+local inserted, deleted, emptied = {}, {}, {}
+for i = 1, ntubes do inserted[i], deleted[i] = 0, 0 end
 local FIRST_OP = 5 + ntubes
 
 -- The fields after each op's code ('v': 3, then its k tubes).
@@ -63,7 +64,8 @@ end
 
 -- A first look at the ops: how many ids they take (one INCRBY for all), and
 -- the jobs that delete, release, bury and touch name (one HMGET for all).
-local ids_wanted, ids_named = 0, {}
+-- Also where the last reserve is (the one that says whether it drained its tubes).
+local ids_wanted, ids_named, last_reserve = 0, {}, 0
 do
   local a = FIRST_OP
   while a <= #ARGV do
@@ -71,7 +73,9 @@ do
     if not len then return redis.error_reply('ERR batch: unknown op ' .. tostring(op)) end
     if op == 'p' or op == 'i' then
       ids_wanted = ids_wanted + 1
-    elseif op ~= 'v' and op ~= 'w' then
+    elseif op == 'v' or op == 'w' then
+      last_reserve = a
+    else
       ids_named[#ids_named + 1] = ARGV[a + 2]
     end
     a = a + len
@@ -89,13 +93,13 @@ local function next_id()
 end
 
 -- A job put or released with a delay waits; without one it is ready (and
--- wakes a waiter). A put's ZADDs wait for the next reserve or the end (later).
+-- wakes a waiter, unless a reserve of this call takes it: notify_net_ready).
+-- A put's ZADDs wait for the next reserve or the end (later).
 local function wait_or_ready(ti, id, j, delay, later)
   if delay > 0 then
     enter_delayed(Ts[ti], id, j, now, delay, later)
   else
     enter_ready(Ts[ti], id, j, later)
-    became_ready[ti] = became_ready[ti] + 1
   end
 end
 
@@ -314,10 +318,23 @@ local function take_ready(look, count)
   return { T, m }
 end
 
+-- Whether tubes hold no job a reserve could take, now or once a delay ends.
+local function drained(tubes)
+  for _, T in ipairs(tubes) do
+    if redis.call('ZCARD', T.ready) > 0 or redis.call('ZCARD', T.delayed) > 0 then return false end
+  end
+  return true
+end
+
 -- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
 -- tubes of `watched` (a set of names) that have ready jobs; n < 0 takes
--- none and names the -n candidates instead.
-local function reserve(owner, n, tubes, watched)
+-- none and names the -n candidates instead. The jobs are followed by 1 when
+-- `tell` asks and the tubes (given by keys) are drained by them, else by 0:
+-- a sidecar lets the next reserve over drained tubes wait without a look,
+-- until a wake-up comes (src/server/waiters.ts). Only the call's last
+-- reserve tells (two ZCARDs a tube): a light load sends one reserve a call,
+-- and under load the next look rides in a call anyway.
+local function reserve(owner, n, tubes, watched, tell)
   tidy(tubes, watched)
   local look = watched and with_ready_jobs(watched) or tubes
   if n < 0 then return candidates(look, -n) or wake_after(tubes, look, watched) end
@@ -341,7 +358,10 @@ local function reserve(owner, n, tubes, watched)
       end
     end
   end
-  if #taken > 0 then return taken end
+  if #taken > 0 then
+    taken[#taken + 1] = (tell and not watched and drained(tubes)) and 1 or 0
+    return taken
+  end
   return wake_after(tubes, look, watched)
 end
 
@@ -368,11 +388,11 @@ while a <= #ARGV do
   elseif op == 'v' then
     local k, tubes = tonumber(ARGV[a + 3]), {}
     for i = 1, k do tubes[i] = Ts[tonumber(ARGV[a + 3 + i])] end
-    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tubes, nil)
+    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tubes, nil, a == last_reserve)
   else -- 'w'
     local watched = {}
     for name in string.gmatch(ARGV[a + 3], '%S+') do watched[name] = true end
-    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), {}, watched)
+    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), {}, watched, false)
   end
   results[#results + 1] = r
   a = a + op_length(a)
@@ -385,8 +405,8 @@ for i, T in ipairs(Ts) do
   if inserted[i] > 0 then redis.call('HINCRBY', T.meta, 'total-jobs', inserted[i]) end
   if deleted[i] > 0 then redis.call('HINCRBY', T.meta, 'cmd-delete', deleted[i]) end
   if emptied[i] then collect_tube(T, now) end
-  notify_ready(ARGV[1], T.name, became_ready[i])
   total = total + inserted[i]
 end
+notify_net_ready(ARGV[1])
 if total > 0 then redis.call('HINCRBY', K_STATS, 'total-jobs', total) end
 return results

@@ -13,7 +13,7 @@ import type { Services } from '../commands/session.js';
 import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { Batcher, type ApplyBatch } from '../store/batcher.js';
-import type { AnyJobOp, ReservedJob } from '../store/ops.js';
+import { OpCode, type AnyJobOp, type ReservedJob } from '../store/ops.js';
 import { byShard, shardOfOp } from '../store/sharded.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
@@ -181,6 +181,8 @@ export class Sidecar implements ConnectionHost {
 
   submit(op: AnyJobOp): void {
     this.batchers[shardOfOp(this.backend.shardMap, op)]!.add(op);
+    // A job about to be ready goes to a waiter of this sidecar in the same call.
+    if ((op.code === OpCode.Put || op.code === OpCode.Release) && op.delay === 0) this.waiters.readying(op.tube);
   }
 
   dueIn(ms: number): void {

@@ -6,6 +6,14 @@
 // attempts go into the cross-connection batch in FIFO order, so the waiter
 // that came first gets the most urgent job.
 //
+// A job put (or released) through this sidecar is handed to the first idle
+// waiter on its tube in the same call, as beanstalkd hands a put to a waiting
+// reserve: the reserve rides right after the put, and the script wakes the
+// other sidecars only for what it left ready. A reserve that emptied its
+// tubes says so (drained), and until a wake-up for one of them comes, a
+// blocking reserve over them waits without looking: at light load a job
+// costs two calls, its put and its delete.
+//
 // A waiter watching tubes of several shards first asks each of those shards
 // for its candidates (the jobs a reserve there would take, taking nothing),
 // then reserves in the shards of the most urgent: lowest priority, then the
@@ -54,6 +62,8 @@ interface Waiter {
   /** The watched tubes by shard (one entry when they share a shard: the usual case). */
   readonly shards: readonly ShardTubes[];
   survey: Survey | null;
+  /** Waiters.wakeUps when its attempt went into the batch. */
+  lookedAt: number;
   /** reserve-many: the most jobs to take at once; null for reserve (a RESERVED each). */
   readonly many: number | null;
   /** reserve: how many sent together (a pipelined run, timeout 0), each answered; 1 else. */
@@ -93,6 +103,9 @@ const RETRY_AFTER_FAILURE_MS = 250;
 /** Safety margin before a reservation's deadline (beanstalkd SAFETY_MARGIN). */
 const SAFETY_MARGIN_MS = 1000;
 
+/** The most tubes known drained at once (forgetting them only costs a look). */
+const MAX_DRAINED = 10_000;
+
 const OUTCOME_REPLY: Record<Outcome, Buffer> = { timeout: REPLY.TIMED_OUT, deadline: REPLY.DEADLINE_SOON };
 
 /** A reservation ends within the safety margin: a reserve that finds no job answers DEADLINE_SOON. */
@@ -102,6 +115,14 @@ export class Waiters implements ReadyListener {
   /** Waiters by watched tube; a Set iterates in insertion order, so each is first come, first served. */
   private readonly byTube = new Map<string, Set<Waiter>>();
   private readonly bySession = new Map<Session, Waiter>();
+  /**
+   * Tubes a reserve found drained, with no wake-up for them since: a blocking
+   * reserve over them waits without a look (a wake-up comes for anything
+   * that becomes ready after; the last look at its timeout still happens).
+   */
+  private readonly drained = new Set<string>();
+  /** Counts wake-ups of any tube: a look that saw one arrive while in flight cannot vouch for its tubes. */
+  private wakeUps = 0;
 
   constructor(private readonly host: WaitersHost) {}
 
@@ -112,7 +133,7 @@ export class Waiters implements ReadyListener {
       const many = shape && 'many' in shape ? shape.many : null;
       const run = shape && 'run' in shape ? shape.run : 1;
       const w: Waiter = {
-        session, tubes, shards: [...byShard(tubes, (t) => this.host.shardOf(t)).values()], survey: null, many, run, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
+        session, tubes, shards: [...byShard(tubes, (t) => this.host.shardOf(t)).values()], survey: null, lookedAt: 0, many, run, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
       };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
@@ -128,12 +149,46 @@ export class Waiters implements ReadyListener {
         set.add(w);
       }
       this.host.waitingChanged(w.tubes, 1);
+      // A blocking reserve over drained tubes waits for their wake-up (its timeout still looks once).
+      if (w.outcome === null && timeoutSec !== 0 && w.shards.length === 1 && w.tubes.every((t) => this.drained.has(t))) return;
       this.attempt(w);
     });
   }
 
   /** Jobs became ready in a tube (from any sidecar). */
   onReady(tube: string, count: number): void {
+    this.wokeUp(tube);
+    this.wake(tube, count);
+  }
+
+  /**
+   * A job of this sidecar's is about to become ready in `tube` (a put or a
+   * release, just handed to the batch): the first idle waiter on the tube
+   * reserves in the same call.
+   */
+  readying(tube: string): void {
+    this.wokeUp(tube);
+    const waiting = this.byTube.get(tube);
+    if (!waiting) return;
+    for (const w of waiting) {
+      if (w.state === State.Idle && w.shards.length === 1) { this.attempt(w); return; }
+    }
+  }
+
+  /** After a lost subscription: every waiter looks again. */
+  onResync(): void {
+    this.wakeUps++;
+    this.drained.clear();
+    for (const w of this.bySession.values()) this.poke(w);
+  }
+
+  private wokeUp(tube: string): void {
+    this.wakeUps++;
+    this.drained.delete(tube);
+  }
+
+  /** Lets up to `count` waiters on the tube look. */
+  private wake(tube: string, count: number): void {
     const waiting = this.byTube.get(tube);
     if (!waiting) return;
     for (const w of waiting) {
@@ -141,11 +196,6 @@ export class Waiters implements ReadyListener {
       if (w.state === State.Idle) { this.attempt(w); count--; }
       else if (w.state === State.Attempting) { w.state = State.AttemptAgain; count--; }
     }
-  }
-
-  /** After a lost subscription: every waiter looks again. */
-  onResync(): void {
-    for (const w of this.bySession.values()) this.poke(w);
   }
 
   /** The client half-closed its socket: TIMED_OUT, as beanstalkd. */
@@ -197,6 +247,7 @@ export class Waiters implements ReadyListener {
     w.state = State.Attempting;
     const count = w.many ?? w.run;
     if (w.shards.length === 1) {
+      w.lookedAt = this.wakeUps;
       this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, count));
       return;
     }
@@ -238,7 +289,7 @@ export class Waiters implements ReadyListener {
     const survey = w.survey!;
     // An unknown outcome wins: the session closes, and everything it holds is found and handed back.
     if (err && (!survey.failure || isOutcomeUnknown(err))) survey.failure = err;
-    else if (typeof r === 'object') survey.taken[shard] = r;
+    else if (typeof r === 'object') survey.taken[shard] = r.jobs;
     if (--survey.pending > 0) return;
     w.survey = null;
     const next = survey.taken.map(() => 0);
@@ -251,7 +302,7 @@ export class Waiters implements ReadyListener {
       if (jobs.length > 0) this.host.giveBack(w.session.owner, jobs);
       this.settleAttempt(w, -1, survey.failure);
     }
-    else if (jobs.length > 0) this.settleAttempt(w, jobs, null);
+    else if (jobs.length > 0) this.settleAttempt(w, { jobs, drained: false }, null);
     else if (survey.failure) this.settleAttempt(w, -1, survey.failure);
     else if (w.state !== State.Done) this.attempt(w); // all taken by others meanwhile: look again
   };
@@ -278,11 +329,14 @@ export class Waiters implements ReadyListener {
       else this.at(w, RETRY_AFTER_FAILURE_MS, null);
       return;
     }
+    const drained = typeof r === 'object' ? r.drained : r === -1;
+    // Only a single-shard attempt sets lookedAt; no wake-up while it was out: nothing new since its look.
+    if (drained && w.shards.length === 1 && w.lookedAt === this.wakeUps) this.remember(w.tubes);
     if (typeof r === 'object') {
-      if (gone) this.host.giveBack(w.session.owner, r);
-      else this.deliver(w, r);
+      if (gone) this.host.giveBack(w.session.owner, r.jobs);
+      else this.deliver(w, r.jobs);
       // There may be more: let the next waiter of each tube look.
-      for (const tube of new Set(r.map((job) => job.tube))) this.onReady(tube, 1);
+      if (!r.drained) for (const tube of new Set(r.jobs.map((job) => job.tube))) this.wake(tube, 1);
       return;
     }
     if (gone) return;
@@ -297,6 +351,11 @@ export class Waiters implements ReadyListener {
       return;
     }
     if (r >= 0) this.at(w, r + 2, null);
+  }
+
+  private remember(tubes: readonly string[]): void {
+    if (this.drained.size + tubes.length > MAX_DRAINED) this.drained.clear();
+    for (const t of tubes) this.drained.add(t);
   }
 
   private deliver(w: Waiter, jobs: readonly ReservedJob[]): void {

@@ -7,6 +7,13 @@ export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r',
 
 export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
 
+/**
+ * What a reserve took, and whether that drained its tubes: no job left that
+ * a reserve could take now or once a delay ends (told by the last reserve of
+ * a call only; false when not known).
+ */
+export interface Reservation { jobs: ReservedJob[]; drained: boolean }
+
 /** A job a reserve would take in one shard: its priority and when it was put (ms on the store's clock). */
 export interface Candidate { pri: number; createdMs: number }
 
@@ -14,11 +21,11 @@ export interface Candidate { pri: number; createdMs: number }
  * put / burn-id: the new id; delete, release, bury: whether it applied;
  * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the jobs
  * (1 to `count`), or ms until something may become reservable (-1: nothing
- * known); candidates: the jobs a reserve of `count` would take, in its
+ * will without another command: the tubes are drained); candidates: the jobs a reserve of `count` would take, in its
  * order (1 to `count`), or the same ms.
  */
-export type OpResult = string | boolean | number | ReservedJob[] | Candidate[];
-export type ReserveResult = ReservedJob[] | number;
+export type OpResult = string | boolean | number | Reservation | Candidate[];
+export type ReserveResult = Reservation | number;
 export type CandidateResult = Candidate[] | number;
 
 /** Called once per op, in the order ops were added: with the result, or the error of the whole call. */

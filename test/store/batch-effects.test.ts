@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Layout, type ShardKeys } from '../../src/store/layout.js';
-import { jobOps, type ReservedJob } from '../../src/store/ops.js';
+import { jobOps, type Reservation } from '../../src/store/ops.js';
 import { RedisJobStore } from '../../src/store/redis/job-store.js';
 import { bindScripts } from '../../src/store/redis/scripts.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -97,7 +97,7 @@ describe('batch: ops of one call on the same job', () => {
       jobOps.put(null, none, 't', 0, 0, 60, body('g')),
       jobOps.reserve(null, none, 'q', ['t'], 1),
     ]);
-    const taken = (r: unknown) => (r as ReservedJob[]).map((j) => `${j.id}:${j.body.toString()}`);
+    const taken = (r: unknown) => (r as Reservation).jobs.map((j) => `${j.id}:${j.body.toString()}`);
     expect(taken(results[6])).toEqual(['2:b', '5:e', '1:a']);
     expect(taken(results[7])).toEqual(['3:c']);
     expect(taken(results[9])).toEqual(['7:g']);
@@ -119,7 +119,7 @@ describe('batch: ops of one call on the same job', () => {
       jobOps.reserve(null, none, 'o', ['t'], 1), jobOps.touch(null, none, 'o', '4', 't'),
       jobOps.delete(null, none, 'o', '2', 't'), // held by p: refused
     ]);
-    const ids = (r: unknown) => (r as ReservedJob[]).map((j) => j.id);
+    const ids = (r: unknown) => (r as Reservation).jobs.map((j) => j.id);
     expect(ids(results[0])).toEqual(['1']);
     expect(results[1]).toBe(true);
     expect(ids(results[2])).toEqual(['2']);
@@ -153,7 +153,7 @@ describe('batch: ops of one call on the same job', () => {
     expect(await store.apply([
       jobOps.touch(null, none, 'o', '1', 't'), jobOps.release(null, none, 'o', '1', 't', 10, 0),
       jobOps.release(null, none, 'o', '2', 't', 10, 0), jobOps.reserve(null, none, 'p', ['t'], 1),
-    ])).toMatchObject([60, true, true, [{ id: '1' }]]);
+    ])).toMatchObject([60, true, true, { jobs: [{ id: '1' }] }]);
     expect(await redis.zrange(keys.reserved, 0, -1)).toEqual([member('1') + 't']);
     expect(await store.jobInfo('1')).toMatchObject({ state: 'reserved', reserves: 2, releases: 1 });
     expect(await store.jobInfo('2')).toMatchObject({ state: 'ready', reserves: 1, releases: 1 });
@@ -173,7 +173,7 @@ describe('batch: ops of one call on the same job', () => {
     ]);
     expect(results.slice(0, 3)).toEqual([1, true, true]);
     // Only 2 (released) is there to take: 1 was touched in time, 3 is gone; no timeouts counted.
-    expect((results[3] as ReservedJob[]).map((j) => j.id)).toEqual(['2']);
+    expect((results[3] as Reservation).jobs.map((j) => j.id)).toEqual(['2']);
     expect(await store.jobInfo('1')).toMatchObject({ state: 'reserved', timeouts: 0 });
     expect(await store.jobInfo('2')).toMatchObject({ state: 'reserved', timeouts: 0, releases: 1 });
     expect(await store.jobInfo('3')).toBeNull();
@@ -182,7 +182,7 @@ describe('batch: ops of one call on the same job', () => {
     // 1 expires for real in a later call, and its reservation goes.
     await new Promise((r) => setTimeout(r, 1100));
     const [again] = await store.apply([jobOps.reserve(null, none, 'q', ['t'], 1)]);
-    expect((again as ReservedJob[]).map((j) => j.id)).toEqual(['1']);
+    expect((again as Reservation).jobs.map((j) => j.id)).toEqual(['1']);
     expect(await store.jobInfo('1')).toMatchObject({ state: 'reserved', timeouts: 1, reserves: 2 });
     await expectCountersExact(redis, keys, store);
     redis.disconnect();
@@ -215,7 +215,7 @@ describe('batch: ops of one call on the same job', () => {
       ops.forEach((op, i) => {
         const res = results[i];
         if (op.code === 'p') nextId = Math.max(nextId, Number(res) + 1);
-        if (op.code === 'v' && Array.isArray(res)) for (const j of res as ReservedJob[]) held.set(j.id, { owner: op.owner, tube: j.tube });
+        if (op.code === 'v' && typeof res === 'object' && 'jobs' in res) for (const j of res.jobs) held.set(j.id, { owner: op.owner, tube: j.tube });
         if ((op.code === 'd' || op.code === 'r' || op.code === 'b') && res === true) held.delete(op.id);
       });
       if (call % 50 === 49) await expectCountersExact(redis, keys, store);

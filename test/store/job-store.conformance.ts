@@ -4,7 +4,7 @@
 // references and sidecar leases. Errors are StoreError.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { JobStore } from '../../src/store/job-store.js';
-import { jobOps, type AnyJobOp, type OpResult, type ReservedJob } from '../../src/store/ops.js';
+import { jobOps, type AnyJobOp, type OpResult, type Reservation } from '../../src/store/ops.js';
 
 export interface OpenedStore { store: JobStore; close(): Promise<void> }
 
@@ -27,7 +27,7 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
     const put = (tube: string, pri = 0, delay = 0, ttr = 60, body = 'x') =>
       one(jobOps.put(null, none, tube, pri, delay, ttr, Buffer.from(body))) as Promise<string>;
     const reserveMany = (owner: string, count: number, ...tubes: string[]) =>
-      one(jobOps.reserve(null, none, owner, tubes, count)) as Promise<ReservedJob[] | number>;
+      (one(jobOps.reserve(null, none, owner, tubes, count)) as Promise<Reservation | number>).then((r) => (typeof r === 'number' ? r : r.jobs));
     const reserve = async (owner: string, ...tubes: string[]) => {
       const r = await reserveMany(owner, 1, ...tubes);
       return typeof r === 'number' ? r : r[0]!;

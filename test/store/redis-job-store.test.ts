@@ -4,7 +4,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Layout, type ShardKeys } from '../../src/store/layout.js';
-import { jobOps, type Candidate } from '../../src/store/ops.js';
+import { jobOps, type Candidate, type Reservation } from '../../src/store/ops.js';
 import { JOB_INFO_REPLY, RedisJobStore, TUBE_COUNTS_REPLY } from '../../src/store/redis/job-store.js';
 import { ROOM_STATE_REPLY, RedisRoomStore } from '../../src/store/redis/room-store.js';
 import { bindScripts, loadScripts } from '../../src/store/redis/scripts.js';
@@ -64,7 +64,7 @@ describe('Redis job store', () => {
     const none = () => {};
     const tubes = Array.from({ length: 100 }, (_, i) => `w${i}`);
     const [, got] = await store.apply([jobOps.put(null, none, 'w77', 0, 0, 60, Buffer.from('x')), jobOps.reserve(null, none, 'o', tubes, 5)]);
-    expect(got).toMatchObject([{ id: '1', tube: 'w77' }]);
+    expect(got).toMatchObject({ jobs: [{ id: '1', tube: 'w77' }] });
     await expectTotalsAddUp(store);
     redis.disconnect();
   });
@@ -107,7 +107,7 @@ describe('Redis job store', () => {
     expect([Number(second) - Number(first), Number(third) - Number(first)]).toEqual([1, 2]);
     expect((await store.totals()).ready).toBe(3);
     const [reserved] = await store.apply([jobOps.reserve(null, none, 'o', ['default'], 3)]);
-    expect((reserved as Array<{ body: Buffer }>).map((j) => j.body.length)).toEqual([1, 70_000, 1]);
+    expect((reserved as Reservation).jobs.map((j) => j.body.length)).toEqual([1, 70_000, 1]);
     redis.disconnect();
   });
 
@@ -119,7 +119,7 @@ describe('Redis job store', () => {
     const [id] = await store.apply([jobOps.put(null, none, 'tube+(1)', 5, 0, 60, Buffer.from('x'))]);
     expect(await redis.hexists(keys.globals[0]!, id as string)).toBe(1);
     const [jobs] = await store.apply([jobOps.reserve(null, none, 'ö:1', ['tube+(1)'], 1)]);
-    expect(jobs).toMatchObject([{ id, tube: 'tube+(1)' }]);
+    expect(jobs).toMatchObject({ jobs: [{ id, tube: 'tube+(1)' }] });
     const [deleted] = await store.apply([jobOps.delete(null, none, 'ö:1', id as string, 'tube+(1)')]);
     expect(deleted).toBe(true);
     redis.disconnect();
@@ -186,7 +186,7 @@ describe('Redis job store', () => {
         jobOps.delete(null, none, 'o', id as string, 't'),
       ]);
       expect(results[0]).toMatchObject({ name: 'StoreError', kind: 'full' });
-      expect(results[1]).toMatchObject([{ id }]);
+      expect(results[1]).toMatchObject({ jobs: [{ id }] });
       expect(results[2]).toBe(true);
     } finally {
       await redis.config('SET', 'maxmemory', '0');

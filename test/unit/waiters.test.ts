@@ -35,7 +35,7 @@ describe('waiters with a store that refuses attempts', () => {
     expect(got).toEqual([]);
     await new Promise((r) => setTimeout(r, 300)); // the retry after a refusal
     const op = ops.shift()!;
-    op.done(op, [{ id: '7', tube: 'default', ttr: 60, body: Buffer.from('x') }], null);
+    op.done(op, { jobs: [{ id: '7', tube: 'default', ttr: 60, body: Buffer.from('x') }], drained: false }, null);
     await done;
     expect(got).toEqual(['RESERVED 7']);
   });
@@ -60,5 +60,88 @@ describe('waiters with a store that refuses attempts', () => {
     op.done(op, undefined, new StoreError('unknown', 'Command timed out'));
     await done;
     expect(got).toEqual(['failed: unknown']);
+  });
+});
+
+describe('waiters handing jobs over and knowing drained tubes', () => {
+  const job = (id: string, tube = 'default'): ReservedJob => ({ id, tube, ttr: 60, body: Buffer.from('x') });
+  function setup(shardOf: (tube: string) => number = () => 0) {
+    const ops: AnyJobOp[] = [];
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf });
+    /** Answers the oldest op in the batch with r. */
+    const answer = (r: unknown) => { const op = ops.shift()!; op.done(op, r, null); };
+    return { ops, waiters, answer };
+  }
+
+  it('hand a job about to be ready to the first idle waiter on its tube, in the same batch', () => {
+    const { ops, waiters, answer } = setup();
+    const first = fakeSession();
+    const second = fakeSession();
+    void waiters.wait(first.session, null);
+    answer(-1); // nothing, nor anything delayed: idle, and the tube is known drained
+    void waiters.wait(second.session, null); // so this one waits without a look
+    expect(ops).toEqual([]);
+    waiters.readying('default');
+    expect(ops.map((op) => [op.code, op.ctx.session])).toEqual([['v', first.session]]); // only the first looks
+    answer({ jobs: [job('1')], drained: true });
+    expect(first.got).toEqual(['RESERVED 1']);
+    expect(second.got).toEqual([]);
+    expect(ops).toEqual([]); // drained: the next waiter is not sent to look
+  });
+
+  it('let a blocking reserve over drained tubes wait without a look, until a wake-up for one of them', () => {
+    const { ops, waiters, answer } = setup();
+    const a = fakeSession();
+    void waiters.wait(a.session, null);
+    answer({ jobs: [job('1')], drained: true });
+    const b = fakeSession();
+    void waiters.wait(b.session, 5);
+    expect(ops).toEqual([]); // known drained: no look
+    const c = fakeSession();
+    void waiters.wait(c.session, 0); // reserve-with-timeout 0 always looks
+    expect(ops.map((op) => op.ctx.session)).toEqual([c.session]);
+    answer(-1);
+    expect(c.got).toEqual(['TIMED_OUT']);
+    waiters.onReady('default', 1); // another sidecar made a job ready
+    expect(ops.map((op) => op.ctx.session)).toEqual([b.session]);
+    answer({ jobs: [job('2')], drained: false });
+    expect(b.got).toEqual(['RESERVED 2']);
+    const d = fakeSession();
+    void waiters.wait(d.session, null); // the tube was not said drained since the wake-up: d looks
+    expect(ops.map((op) => op.ctx.session)).toEqual([d.session]);
+  });
+
+  it('trust no drained look that a wake-up overtook while it was in flight', () => {
+    const { ops, waiters, answer } = setup();
+    const a = fakeSession();
+    void waiters.wait(a.session, null);
+    waiters.onReady('other', 1); // any wake-up while the look is out
+    answer(-1);
+    const b = fakeSession();
+    void waiters.wait(b.session, null);
+    expect(ops.map((op) => op.ctx.session)).toEqual([b.session]);
+  });
+
+  it('forget every drained tube when the wake-ups were interrupted', () => {
+    const { ops, waiters, answer } = setup();
+    const a = fakeSession();
+    void waiters.wait(a.session, 0);
+    answer(-1);
+    waiters.onResync();
+    const b = fakeSession();
+    void waiters.wait(b.session, null);
+    expect(ops.map((op) => op.ctx.session)).toEqual([b.session]);
+  });
+
+  it('hand nothing over to a waiter whose tubes span shards (it must compare them first)', () => {
+    const { ops, waiters, answer } = setup((tube) => (tube === 'default' ? 0 : 1));
+    const a = fakeSession();
+    (a.session as unknown as { watched: string[] }).watched = ['default', 'b'];
+    void waiters.wait(a.session, null);
+    answer(-1);
+    answer(-1); // each shard's candidates: none
+    expect(ops).toEqual([]);
+    waiters.readying('default');
+    expect(ops).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 // lua/jobs/batch.lua's calling convention: ops in, the call's RESP bytes
 // out (tubes interned as 1-based indexes), and its reply decoded into one
 // typed result per op. No Redis involved, so the hot path has a micro-benchmark.
-import { OpCode, type AnyJobOp, type Candidate, type OpResult, type ReservedJob } from '../ops.js';
+import { OpCode, type AnyJobOp, type Candidate, type OpResult, type Reservation, type ReservedJob } from '../ops.js';
 import type { ShardKeys } from '../layout.js';
 import { encoded, RespWriter } from './resp.js';
 
@@ -118,11 +118,12 @@ export function text(v: unknown): string {
   return Buffer.isBuffer(v) ? v.toString('latin1') : String(v);
 }
 
-/** A reserve's jobs, four values each: id, ttr, body, tube name. */
-function reservedJobs(r: readonly unknown[]): ReservedJob[] {
+/** A reserve's jobs, four values each (id, ttr, body, tube name), then whether that drained its tubes. */
+function reservation(r: readonly unknown[]): Reservation {
   const jobs: ReservedJob[] = [];
-  for (let k = 0; k < r.length; k += 4) jobs.push({ id: text(r[k]), ttr: r[k + 1] as number, body: r[k + 2] as Buffer, tube: text(r[k + 3]) });
-  return jobs;
+  const end = r.length - 1;
+  for (let k = 0; k < end; k += 4) jobs.push({ id: text(r[k]), ttr: r[k + 1] as number, body: r[k + 2] as Buffer, tube: text(r[k + 3]) });
+  return { jobs, drained: r[end] === 1 };
 }
 
 /** A reserve's candidates, two values each: priority, created ms. */
@@ -141,7 +142,7 @@ export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[]): 
       case OpCode.Put: case OpCode.BurnId: results[i] = text(r); break;
       case OpCode.Delete: case OpCode.Release: case OpCode.Bury: results[i] = r === 1; break;
       case OpCode.Touch: results[i] = r as number; break;
-      case OpCode.Reserve: results[i] = Array.isArray(r) ? reservedJobs(r) : (r as number); break;
+      case OpCode.Reserve: results[i] = Array.isArray(r) ? reservation(r) : (r as number); break;
       case OpCode.Candidate: results[i] = Array.isArray(r) ? candidates(r) : (r as number); break;
     }
   }
