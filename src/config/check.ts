@@ -10,7 +10,7 @@ const validate = validateSettings as ((data: unknown) => boolean) & { errors?: S
 
 /** Secrets in a Redis URL are never printed. */
 function maskUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//***@');
+  return url.replace(/\/\/[^@/]*@/, '//***@').replace(/([?&](?:sentinelP|p)assword=)[^&]*/g, '$1***');
 }
 
 /** A setting's value as messages and `config check` show it: secrets masked. */

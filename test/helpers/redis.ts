@@ -7,6 +7,8 @@ import { freePort, waitForPort } from './ports.js';
 export interface TestRedis {
   port: number;
   url: string;
+  /** The same server on its unix socket (unix:///…/redis.sock). */
+  socketUrl: string;
   dir: string;
   process: ChildProcess;
   /** SIGKILL-free stop: SHUTDOWN NOSAVE via signal, then remove the data dir unless kept. */
@@ -24,6 +26,7 @@ export async function startRedis(opts: { dir?: string; appendonly?: boolean; por
     '--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
     '--save', '', '--appendonly', opts.appendonly ? 'yes' : 'no',
     '--daemonize', 'no', '--loglevel', 'warning',
+    '--unixsocket', path.join(dir, 'redis.sock'), '--unixsocketperm', '700',
   ];
   const child = spawn('redis-server', args, { stdio: 'ignore' });
   await waitForPort(port);
@@ -31,6 +34,7 @@ export async function startRedis(opts: { dir?: string; appendonly?: boolean; por
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
+    socketUrl: `unix://${path.join(dir, 'redis.sock')}`,
     dir,
     process: child,
     async stop(stopOpts = {}) {

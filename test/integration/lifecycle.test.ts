@@ -83,6 +83,18 @@ describe('CLI', () => {
     expect(uid).toBe(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' }).trim());
   });
 
+  it('reaches a Redis on this machine over its unix socket (--redis unix:///path)', async () => {
+    const redis = await startRedis();
+    cleanup.push(() => redis.stop());
+    const s = await spawn(['--redis', redis.socketUrl, '--log-level', 'warn']);
+    const a = await dial(s.port);
+    expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
+    expect(await a.cmd('reserve-with-timeout 0')).toBe('RESERVED 1 1\nx');
+    expect(await a.cmd('delete 1')).toBe('DELETED');
+    const clients = spawnSync('redis-cli', ['-s', path.join(redis.dir, 'redis.sock'), 'CLIENT', 'LIST'], { encoding: 'utf8' }).stdout;
+    expect(clients.split('\n').filter((l) => / laddr=\/\S*redis\.sock /.test(l) || /addr=\/\S*redis\.sock/.test(l)).length).toBeGreaterThanOrEqual(2);
+  });
+
   it('-z sets the maximum job size', async () => {
     const s = await spawn(['-z', '5', '--data-dir', tempDir(), '--log-level', 'warn']);
     const a = await dial(s.port);

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { generateValidator, VALIDATOR_PATH } from '../../scripts/gen-config-validator.js';
 import { README_PATH, readmeWithTable } from '../../scripts/gen-readme-settings.js';
 import { checkConfig, ConfigError } from '../../src/config/check.js';
+import { unixSocketOptions } from '../../src/store/redis/connect.js';
 import { loadConfig } from '../../src/config/load.js';
 import { DEFAULTS, envName, SETTING_NAMES, SETTINGS, type SettingName } from '../../src/config/settings.js';
 import { createServer } from '../../src/index.js';
@@ -72,6 +73,14 @@ describe('the settings table', () => {
     expect(() => checkConfig({ authToken: 'has space secret' })).toThrow(/authToken must match .* \(got "\*\*\*"\)/);
     expect(() => checkConfig({ authToken: 'has space secret' })).not.toThrow(/secret/);
     expect(() => checkConfig({ redisUrl: 'http://:hunter2@h:1' })).toThrow(/\(got "http:\/\/\*\*\*@h:1"\)/);
+    expect(() => checkConfig({ redisUrl: 'unix:relative?password=hunter2' })).toThrow(/\(got "unix:relative\?password=\*\*\*"\)/);
+    expect(() => checkConfig({ redisUrl: 'redis-sentinel:/h:1?master=m&sentinelPassword=hunter2' })).toThrow(/sentinelPassword=\*\*\*"\)/);
+  });
+
+  it('takes a Redis on a unix socket as unix:///path[?db=N&password=P]', () => {
+    expect(checkConfig({ redisUrl: 'unix:///run/redis/redis.sock' }).config.redisUrl).toBe('unix:///run/redis/redis.sock');
+    expect(unixSocketOptions('unix:///run/redis%20x/redis.sock?db=2&password=p%26q')).toEqual({ path: '/run/redis x/redis.sock', db: 2, password: 'p&q' });
+    expect(() => unixSocketOptions('unix://relative.sock')).toThrow(/not a unix:\/\/ URL/);
   });
 
   it('clamps -z to 1 GiB with a warning, as beanstalkd', () => {
