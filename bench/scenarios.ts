@@ -51,8 +51,8 @@ export const plays = (scenario: Scenario, target: Target): boolean => {
 
 export const SCENARIOS: Scenario[] = [
   { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms); bullmq: Queue.add' },
-  { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: Workers' },
-  { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + Workers' },
+  { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: one Worker, concurrency --clients' },
+  { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + one Worker, concurrency --clients/2' },
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
   { name: 'mixed-2-sidecars', workload: 'mixed', persistence: 'everysec', pipelined: false, sidecars: 2, baseline: 'mixed', what: 'mixed, clients split across two sidecars on one Redis (beanstalkd: one server), compared with mixed' },
   { name: 'put-min-replicas', workload: 'put', persistence: 'everysec', pipelined: false, replica: true, baseline: 'put', what: 'put, with a local replica and --min-replicas 1 (a WAIT per batch), compared with put' },
