@@ -32,6 +32,13 @@ export interface Scenario extends TargetOptions {
   clientsEach?: boolean;
   /** --scenarios also takes this name for all scenarios of the group. */
   group?: string;
+  /** Fixed client counts instead of ones derived from --clients (mixed, rate). */
+  producers?: number;
+  consumers?: number;
+  /** rate: puts/s in total instead of --rate. */
+  rate?: number;
+  /** pipelined: commands in flight per connection instead of --depth. */
+  depth?: number;
 }
 
 /** Who plays a scenario that names no targets. */
@@ -177,7 +184,7 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
   const ledger = new Ledger();
   const clients = new Clients(server.ports, scenario.tubeNames ?? Array.from({ length: scenario.tubes ?? 0 }, (_, i) => tubeName(i)));
   const label = `${scenario.name} ${target}`;
-  const depth = scenario.pipelined ? s.depth : 1;
+  const depth = scenario.pipelined ? scenario.depth ?? s.depth : 1;
   const durationMs = s.durationS * 1000;
   const warmupMs = Math.min(WARMUP_MS, durationMs / 10);
   const phase = { payload: s.payload, ledger, warmupMs };
@@ -196,13 +203,13 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
     addErrors(result.errors);
   }
 
-  const producers = scenario.clientsEach ? s.clients : Math.floor(s.clients / 2);
-  const consumers = scenario.clientsEach ? s.clients : s.clients - producers;
+  const producers = scenario.producers ?? (scenario.clientsEach ? s.clients : Math.floor(s.clients / 2));
+  const consumers = scenario.consumers ?? (scenario.clientsEach ? s.clients : s.clients - producers);
   const plan = {
     put: () => ({ producers: clients.producers(s.clients, PRI, Infinity), consumers: [] }),
     drain: () => ({ producers: [], consumers: clients.consumers(s.clients, true) }),
     mixed: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
-    rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: s.rate }),
+    rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: scenario.rate ?? s.rate }),
   }[scenario.workload]();
   const load = await runPhase({ ...phase, ...plan, label, depth, durationMs, meter });
   addErrors(load.errors);

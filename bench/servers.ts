@@ -15,7 +15,7 @@ import { freePort, loopback, waitUntilAccepting } from '../src/cli/ports.js';
 import { Wire, yamlMap } from '../test/helpers/wire.js';
 import type { Watched } from './cpu.js';
 
-export { hasBeanstalkd } from '../test/helpers/beanstalkd.js';
+import { hasBeanstalkd as beanstalkdOnPath } from '../test/helpers/beanstalkd.js';
 
 /**
  * baseline: redstalk from the checkout given to useBaseline (run.ts --baseline), started as redstalk is.
@@ -67,6 +67,20 @@ const clusters = new Set<{ stop(): Promise<void> }>();
 
 /** Extra redstalk flags for tuning runs, e.g. REDSTALK_BENCH_FLAGS='--batch-inflight 2'. */
 const SIDECAR_FLAGS = (process.env.REDSTALK_BENCH_FLAGS ?? '').split(' ').filter(Boolean);
+
+/** The beanstalkd binary the beanstalkd target runs: the one on PATH unless useBeanstalkd named another. */
+export let beanstalkdBinary = 'beanstalkd';
+let beanstalkdChosen = false;
+
+/** Whether there is a beanstalkd to measure against. */
+export const hasBeanstalkd = (): boolean => beanstalkdChosen || beanstalkdOnPath;
+
+/** Makes `binary` (e.g. a beanstalkd 1.13 built from source) the beanstalkd target's. */
+export function useBeanstalkd(binary: string): void {
+  if (!existsSync(binary)) throw new Error(`--beanstalkd ${binary}: no such file`);
+  beanstalkdBinary = path.resolve(binary);
+  beanstalkdChosen = true;
+}
 
 /** The checkout the baseline target's sidecars run from (useBaseline). */
 let baselineCheckout: string | undefined;
@@ -285,7 +299,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
 async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget> {
   const dir = tempDir('binlog');
   const port = await freePort();
-  const server = await launch('beanstalkd', ['-l', '127.0.0.1', '-p', String(port), ...BEANSTALKD_PERSISTENCE[persistence](dir)], port);
+  const server = await launch(beanstalkdBinary, ['-l', '127.0.0.1', '-p', String(port), ...BEANSTALKD_PERSISTENCE[persistence](dir)], port);
   return {
     ports: [port],
     redisPorts: [],
