@@ -254,6 +254,21 @@ async function workerPids(port: number, workers: number): Promise<number[]> {
   return [...pids];
 }
 
+/**
+ * Waits for a sidecar's first reply (`list-tube-used` needs the store): it listens before
+ * it has loaded its Redis client and connected, and the load must not start before that,
+ * or the first jobs wait for the start-up and count as the scenario's latency.
+ */
+async function answering(port: number): Promise<void> {
+  const wire = await Wire.connect(port);
+  try {
+    const reply = await wire.cmd('list-tube-used', START_TIMEOUT_MS);
+    if (!reply.startsWith('USING')) throw new Error(`port ${port} answered ${JSON.stringify(reply)} to list-tube-used`);
+  } finally {
+    wire.close();
+  }
+}
+
 /** redstalk from `checkout`: its src/cli.ts run in it, so with its own lua/ and node_modules. */
 async function startRedstalk(o: TargetOptions, checkout: string): Promise<RunningTarget> {
   const redis = o.clusterPrimaries ? await startRedisCluster(o.clusterPrimaries) : await startRedis(o.persistence, o.replica === true);
@@ -279,6 +294,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
       ], port, checkout);
       sidecars.push(sidecar);
       ports.push(port);
+      await answering(port);
       // With --workers the primary only hands out connections: both it and every worker are the sidecar's CPU.
       const workers = (o.workers ?? 1) > 1 ? await workerPids(port, o.workers!) : [];
       watched.push({ role: 'server', label: `sidecar ${i + 1}`, pids: [sidecar.child.pid!, ...workers] });
