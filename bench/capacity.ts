@@ -16,6 +16,7 @@ import { roleUsPerJob } from './cpu.js';
 import type { Row } from './report.js';
 import { list, PRIMARIES, redisOf, SHARDS, TUBE_NAMES } from './scale.js';
 import type { Scenario } from './scenarios.js';
+import type { Target } from './servers.js';
 import { formatNumber, formatTable } from './stats.js';
 
 /** Commands in flight per client: enough that every batch call is full. */
@@ -40,6 +41,8 @@ export const CAPACITY_SCENARIOS: Scenario[] = WORKLOADS.flatMap((w): Scenario[] 
 
 export interface CapacityFigures {
   workload: Workload;
+  /** redstalk, or the baseline (an old commit, --baseline) */
+  target: Target;
   /** Redis CPU µs per job: redstalk's one Redis; beanstalkd's (all of it) in the same run. */
   oneRedisUsPerJob: number;
   beanstalkdUsPerJob: number;
@@ -62,16 +65,17 @@ export interface CapacityFigures {
 }
 
 export function capacityFigures(rows: Row[]): CapacityFigures[] {
-  const row = (scenario: string, target: string) => rows.find((r) => r.scenario === scenario && r.target === target);
-  return WORKLOADS.flatMap((workload): CapacityFigures[] => {
-    const one = row(oneRedis(workload), 'redstalk');
-    const onCluster = row(cluster(workload), 'redstalk');
+  const row = (scenario: string, target: Target) => rows.find((r) => r.scenario === scenario && r.target === target);
+  const pairs = WORKLOADS.flatMap((workload) => (['redstalk', 'baseline'] as const).map((target) => ({ workload, target })));
+  return pairs.flatMap(({ workload, target }): CapacityFigures[] => {
+    const one = row(oneRedis(workload), target);
+    const onCluster = row(cluster(workload), target);
     if (!one && !onCluster) return [];
     const bs = row(oneRedis(workload), 'beanstalkd');
     const oneUs = one ? roleUsPerJob(one.cpu, 'redis') : NaN;
     const bsUs = bs ? roleUsPerJob(bs.cpu, 'server') : NaN;
     const figures: CapacityFigures = {
-      workload, oneRedisUsPerJob: oneUs, beanstalkdUsPerJob: bsUs, oneRedisVsBeanstalkd: oneUs / bsUs,
+      workload, target, oneRedisUsPerJob: oneUs, beanstalkdUsPerJob: bsUs, oneRedisVsBeanstalkd: oneUs / bsUs,
       oneRedisScriptCallsPerJob: one?.scriptCallsPerJob ?? NaN,
     };
     if (!onCluster) return [figures];
@@ -96,9 +100,9 @@ export function capacityLines(figures: CapacityFigures[]): string[] {
     '',
     `capacity: Redis CPU µs per job at full batches (${DEPTH} commands in flight per client, ${TUBE_NAMES.length} tubes, no persistence; beanstalkd in memory)`,
     formatTable(
-      ['workload', 'one Redis µs', 'beanstalkd µs', 'x bs', 'cluster µs per primary', 'summed µs', 'x one Redis', 'projected capacity', 'scripts/job one / cluster'],
+      ['workload', 'target', 'one Redis µs', 'beanstalkd µs', 'x bs', 'cluster µs per primary', 'summed µs', 'x one Redis', 'projected capacity', 'scripts/job one / cluster'],
       figures.map((f) => [
-        f.workload, f.oneRedisUsPerJob, f.beanstalkdUsPerJob, x(f.oneRedisVsBeanstalkd),
+        f.workload, f.target, f.oneRedisUsPerJob, f.beanstalkdUsPerJob, x(f.oneRedisVsBeanstalkd),
         f.cluster ? list(f.cluster.perPrimaryUsPerJob) : '', f.cluster?.summedUsPerJob ?? '', f.cluster ? x(f.cluster.summedVsOneRedis) : '',
         f.cluster ? `${x(f.cluster.projectedCapacity)} (busiest: ${x(f.cluster.busiestProjected)})` : '',
         `${formatNumber(f.oneRedisScriptCallsPerJob)} / ${formatNumber(f.cluster?.scriptCallsPerJob ?? NaN)}`,
