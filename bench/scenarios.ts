@@ -39,6 +39,8 @@ export interface Scenario extends TargetOptions {
   rate?: number;
   /** pipelined: commands in flight per connection instead of --depth. */
   depth?: number;
+  /** Left out of the measured window at the start of the load, instead of a tenth of --duration (at most 1 s); at most half the duration. */
+  warmupMs?: number;
 }
 
 /** Who plays a scenario that names no targets. */
@@ -186,7 +188,7 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
   const label = `${scenario.name} ${target}`;
   const depth = scenario.pipelined ? scenario.depth ?? s.depth : 1;
   const durationMs = s.durationS * 1000;
-  const warmupMs = Math.min(WARMUP_MS, durationMs / 10);
+  const warmupMs = Math.min(scenario.warmupMs ?? WARMUP_MS, durationMs / (scenario.warmupMs ? 2 : 10));
   const phase = { payload: s.payload, ledger, warmupMs };
 
   let fill: Measurement['fill'];
