@@ -4,12 +4,13 @@
 // in this process, so its CPU (the `client` column) is BullMQ's own work, to
 // be set against redstalk's sidecar plus load generator.
 //
-// Like for like with the protocol clients: each producer is a Queue of its own
-// (its own connection) with one Queue.add in flight, as a put client has one
-// put in flight (addBulk would be pipelining, which put does not do); each
-// consumer is a Worker of its own with concurrency 1, one job at a time, as a
-// reserve + delete client; a job is removed when completed, as delete does.
-// drain's fill uses addBulk, pipelined as the other targets' fills are.
+// As BullMQ's users run it: each producer is a Queue of its own (its own
+// connection) with one Queue.add in flight, as a put client has one put in
+// flight (addBulk would be pipelining, which put does not do); the consumers
+// are ONE Worker with concurrency N (N = the consumer clients of the other
+// targets), which fetches the next job in the call that completes the last;
+// a job is removed when completed, as delete does. drain's fill uses addBulk,
+// pipelined as the other targets' fills are.
 import { Queue, Worker, type Job } from 'bullmq';
 import type { CpuMeter } from './cpu.js';
 import { clock, Ledger } from './ledger.js';
@@ -107,22 +108,21 @@ class Run {
     }
   }
 
-  private async workers(n: number): Promise<Worker[]> {
+  /** One Worker running `concurrency` jobs at a time (none when 0). */
+  private async workers(concurrency: number): Promise<Worker[]> {
+    if (concurrency === 0) return [];
     const handle = async (job: Job<JobData>) => {
       this.ledger.handedOut(job.data.p, job.data.s);
       this.processed++;
       if (this.measuring && job.data.t >= this.startedAt) this.endToEnd.recordMs(clock() - job.data.t);
       this.heldBack.shift()?.();
     };
-    const workers = Array.from({ length: n }, () => {
-      const worker = new Worker<JobData>(QUEUE, handle, { connection: this.connection, concurrency: 1, autorun: false });
-      worker.on('completed', () => this.completed++);
-      worker.on('failed', (_, err) => this.error(err));
-      worker.on('error', (err) => this.error(err));
-      return worker;
-    });
-    await Promise.all(workers.map((w) => w.waitUntilReady()));
-    return workers;
+    const worker = new Worker<JobData>(QUEUE, handle, { connection: this.connection, concurrency, autorun: false });
+    worker.on('completed', () => this.completed++);
+    worker.on('failed', (_, err) => this.error(err));
+    worker.on('error', (err) => this.error(err));
+    await worker.waitUntilReady();
+    return [worker];
   }
 
   async play(round: number, commands: string[]): Promise<Measurement> {
@@ -131,8 +131,9 @@ class Run {
     const fill = workload === 'drain' ? await this.fill() : undefined;
     const half = Math.floor(this.s.clients / 2);
     const producers = await this.queues({ put: this.s.clients, drain: 0, mixed: half }[workload]);
-    const workers = await this.workers({ put: 0, drain: this.s.clients, mixed: this.s.clients - half }[workload]);
-    if (workload === 'mixed') this.maxWaiting = 2 * workers.length;
+    const consumers = { put: 0, drain: this.s.clients, mixed: this.s.clients - half }[workload];
+    const workers = await this.workers(consumers);
+    if (workload === 'mixed') this.maxWaiting = 2 * consumers;
 
     const durationMs = this.s.durationS * 1000;
     const mark = () => ({ at: clock(), puts: this.puts, completed: this.completed, cpu: this.meter.sample() });
@@ -164,7 +165,7 @@ class Run {
     const running = workers.map((w) => w.run());
     await finished;
     await Promise.all(producing);
-    await Promise.all(workers.map((w) => w.close())); // each finishes the job it has
+    await Promise.all(workers.map((w) => w.close())); // finishing the jobs it has
     await Promise.all(running);
     const end = mark();
     for (const t of [warmup, timer]) clearTimeout(t);
@@ -197,7 +198,7 @@ class Run {
       scenario: this.scenario.name,
       target: 'bullmq',
       round,
-      commands: [...commands, `BullMQ: ${producers.length} Queues (one add in flight each), ${workers.length} Workers (concurrency 1), in the benchmark process`],
+      commands: [...commands, `BullMQ: ${producers.length} Queues (one add in flight each), ${workers.length ? `one Worker (concurrency ${consumers})` : 'no Worker'}, in the benchmark process`],
       jobs,
       windowMs: load.windowMs,
       latency: { put: this.putRtt, drain: load.reserveRtt, mixed: this.endToEnd }[workload],

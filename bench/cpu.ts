@@ -5,7 +5,9 @@
 // of every line of INFO commandstats, added up): commands that a script calls
 // are counted in their own line and again in the script's (Redis 7), so that
 // figure overstates the work; it is for comparing primaries and set-ups. And
-// how many scripts it ran (EVALSHA, EVAL, FCALL: a sidecar's batch calls).
+// how many scripts it ran (EVALSHA, EVAL, FCALL: a sidecar's batch calls), and
+// how many reads from its clients it processed (INFO stats
+// total_reads_processed: its wake-ups for input, whatever the commands).
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
@@ -38,10 +40,13 @@ export interface CpuUse {
   /** redis-server: scripts run (EVALSHA, EVAL, FCALL). */
   scriptCalls?: number;
   scriptCallsPerJob?: number;
+  /** redis-server: reads from its clients' sockets (total_reads_processed). */
+  reads?: number;
+  readsPerJob?: number;
 }
 
 /** What a redis-server says it did. */
-interface CommandStats { seconds: number; scriptCalls: number }
+interface CommandStats { seconds: number; scriptCalls: number; reads: number }
 
 export interface CpuSample { cpuSeconds: number[]; commands: Array<CommandStats | undefined> }
 
@@ -65,7 +70,7 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
-/** Every `cmdstat_NAME:calls=N,usec=N,...` line of INFO commandstats added up; the scripts' calls. */
+/** Every `cmdstat_NAME:calls=N,usec=N,...` line of INFO commandstats added up; the scripts' calls; total_reads_processed of INFO stats. */
 function commandStats(info: string): CommandStats {
   let usec = 0;
   let scriptCalls = 0;
@@ -73,10 +78,10 @@ function commandStats(info: string): CommandStats {
     usec += Number(us);
     if (/^(eval|evalsha|fcall)(_ro)?$/.test(name!)) scriptCalls += Number(calls);
   }
-  return { seconds: usec / 1e6, scriptCalls };
+  return { seconds: usec / 1e6, scriptCalls, reads: Number(/^total_reads_processed:(\d+)/m.exec(info)?.[1] ?? NaN) };
 }
 
-const NO_ANSWER: CommandStats = { seconds: NaN, scriptCalls: NaN };
+const NO_ANSWER: CommandStats = { seconds: NaN, scriptCalls: NaN, reads: NaN };
 
 const total = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
@@ -97,7 +102,7 @@ export class CpuMeter {
   /** /proc is read now, synchronously; the Redis counters as soon as each server answers. */
   sample(): Promise<CpuSample> {
     const cpu = this.watched.map((w) => total(w.pids.map(cpuSeconds)));
-    return Promise.all(this.links.map((link) => link?.info('commandstats').then(commandStats, () => NO_ANSWER)))
+    return Promise.all(this.links.map((link) => link?.call('INFO', 'stats', 'commandstats').then((info) => commandStats(String(info)), () => NO_ANSWER)))
       .then((commands) => ({ cpuSeconds: cpu, commands }));
   }
 
@@ -107,7 +112,7 @@ export class CpuMeter {
       const cpu = to.cpuSeconds[i]! - from.cpuSeconds[i]!;
       const before = from.commands[i];
       const after = to.commands[i];
-      const commands = before && after && { seconds: after.seconds - before.seconds, scriptCalls: after.scriptCalls - before.scriptCalls };
+      const commands = before && after && { seconds: after.seconds - before.seconds, scriptCalls: after.scriptCalls - before.scriptCalls, reads: after.reads - before.reads };
       return { role: w.role, label: w.label, ...perJob(cpu, commands, jobs) };
     });
   }
@@ -126,6 +131,8 @@ function perJob(cpuSeconds: number, commands: CommandStats | undefined, jobs: nu
       commandUsPerJob: (commands.seconds * 1e6) / jobs,
       scriptCalls: commands.scriptCalls,
       scriptCallsPerJob: commands.scriptCalls / jobs,
+      reads: commands.reads,
+      readsPerJob: commands.reads / jobs,
     }),
   };
 }
@@ -137,14 +144,17 @@ export function combineUse(windows: Array<{ cpu: CpuUse[]; jobs: number }>): Cpu
   for (const use of windows.flatMap((w) => w.cpu)) byLabel.set(use.label, [...(byLabel.get(use.label) ?? []), use]);
   return [...byLabel.values()].map((uses) => {
     const commands = uses.every((u) => u.commandSeconds !== undefined)
-      ? { seconds: total(uses.map((u) => u.commandSeconds!)), scriptCalls: total(uses.map((u) => u.scriptCalls!)) }
+      ? { seconds: total(uses.map((u) => u.commandSeconds!)), scriptCalls: total(uses.map((u) => u.scriptCalls!)), reads: total(uses.map((u) => u.reads ?? NaN)) }
       : undefined;
     return { role: uses[0]!.role, label: uses[0]!.label, ...perJob(total(uses.map((u) => u.cpuSeconds)), commands, jobs) };
   });
 }
 
-/** CPU µs per job of every process of a role added up (NaN when there is none). */
-export function roleUsPerJob(uses: CpuUse[], role: CpuRole): number {
+/** A per-job figure of every process of a role added up (NaN when there is none, or one lacks it). */
+export function rolePerJob(uses: CpuUse[], role: CpuRole, figure: 'usPerJob' | 'scriptCallsPerJob' | 'readsPerJob'): number {
   const of = uses.filter((u) => u.role === role);
-  return of.length ? total(of.map((u) => u.usPerJob)) : NaN;
+  return of.length ? total(of.map((u) => u[figure] ?? NaN)) : NaN;
 }
+
+/** CPU µs per job of every process of a role added up (NaN when there is none). */
+export const roleUsPerJob = (uses: CpuUse[], role: CpuRole): number => rolePerJob(uses, role, 'usPerJob');

@@ -76,6 +76,8 @@ class Phase {
   measuring = false;
   /** Jobs stamped earlier were queued before this phase: their age is not this phase's latency. */
   startedAt = Infinity;
+  /** Jobs stamped earlier were put before the measured window: their end-to-end latency is the warm-up's. */
+  windowFrom = Infinity;
   puts = 0;
   putsSent = 0;
   reserves = 0;
@@ -286,11 +288,12 @@ class Consumer extends Client {
     phase.reserves++;
     const known = phase.ledger.reserved(data, bodyStart, bytes, phase.opts.payload);
     if (!known) phase.error('reserved a body the generator did not write');
-    const fresh = known && intendedAt(data, bodyStart) >= phase.startedAt;
+    const intended = known ? intendedAt(data, bodyStart) : -Infinity;
+    const fresh = intended >= phase.startedAt;
     if (phase.measuring) {
       phase.reserveRtt.recordMs(rtt);
-      if (fresh) {
-        phase.endToEnd.recordMs(now - intendedAt(data, bodyStart));
+      if (intended >= phase.windowFrom) {
+        phase.endToEnd.recordMs(now - intended);
         phase.endToEndFromSend.recordMs(now - sentAt(data, bodyStart));
       }
     }
@@ -359,7 +362,7 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
   phase.startedAt = t0;
   let windowStart = { ...started, at: t0 + opts.warmupMs };
   let windowEnd: typeof windowStart | null = null;
-  const warmup = setTimeout(() => { phase.measuring = true; windowStart = mark(); }, opts.warmupMs);
+  const warmup = setTimeout(() => { phase.measuring = true; windowStart = mark(); phase.windowFrom = windowStart.at; }, opts.warmupMs);
   const stop = setTimeout(() => {
     windowEnd = mark();
     phase.measuring = false;

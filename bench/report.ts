@@ -7,9 +7,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { combineUse, roleUsPerJob, type CpuUse } from './cpu.js';
+import { combineUse, rolePerJob, roleUsPerJob, type CpuUse } from './cpu.js';
 import { LATENCY_OF, SCENARIOS, type Measurement, type Settings } from './scenarios.js';
-import { ROOT, TARGETS, type Target } from './servers.js';
+import { beanstalkdBinary, ROOT, TARGETS, type Target } from './servers.js';
 import { formatNumber, formatTable, Histogram, type LatencySummary } from './stats.js';
 
 export interface Row {
@@ -26,6 +26,9 @@ export interface Row {
   errors: number;
   /** CPU per job of each process (by label), all rounds together. */
   cpu: CpuUse[];
+  /** Every redis-server added up (NaN without one): scripts run (EVALSHA, EVAL, FCALL) and reads from clients, per job. */
+  scriptCallsPerJob: number;
+  redisReadsPerJob: number;
 }
 
 function sum<T>(items: T[], of: (t: T) => number): number {
@@ -48,6 +51,7 @@ export function aggregate(measurements: Measurement[]): Row[] {
   return [...groups.values()].map((ms): Row => {
     const { scenario, target } = ms[0]!;
     const { workload } = SCENARIOS.find((s) => s.name === scenario)!;
+    const cpu = combineUse(ms);
     return {
       scenario,
       target,
@@ -59,7 +63,9 @@ export function aggregate(measurements: Measurement[]): Row[] {
       duplicates: sum(ms, (m) => m.check.duplicates),
       unknown: sum(ms, (m) => m.check.unknown),
       errors: sum(ms, (m) => sum(Object.values(m.errors), (n) => n)),
-      cpu: combineUse(ms),
+      cpu,
+      scriptCallsPerJob: rolePerJob(cpu, 'redis', 'scriptCallsPerJob'),
+      redisReadsPerJob: rolePerJob(cpu, 'redis', 'readsPerJob'),
     };
   }).sort((a, b) => order(a) - order(b));
 }
@@ -80,13 +86,13 @@ export function table(rows: Row[]): string {
     const [bs, bullmq] = isRedstalk(r) ? [peer(rows, r, 'beanstalkd'), peer(rows, r, 'bullmq')] : [];
     return [
       r.scenario, r.target, r.jobsPerSec, bs ? r.jobsPerSec / bs.jobsPerSec : '', bullmq ? r.jobsPerSec / bullmq.jobsPerSec : '',
-      roleUsPerJob(r.cpu, 'client'), roleUsPerJob(r.cpu, 'server'), roleUsPerJob(r.cpu, 'redis'),
+      roleUsPerJob(r.cpu, 'client'), roleUsPerJob(r.cpu, 'server'), roleUsPerJob(r.cpu, 'redis'), r.scriptCallsPerJob,
       r.latency.p50, r.latency.p99, r.latency.p999, bs ? r.latency.p99 / bs.latency.p99 : '',
       r.latencyOf, r.lost, r.duplicates + r.unknown, r.errors,
     ];
   });
   return formatTable(
-    ['scenario', 'target', 'jobs/s', 'x bs', 'x bullmq', 'client µs', 'server µs', 'redis µs', 'p50 ms', 'p99 ms', 'p99.9 ms', 'p99 x bs', 'latency of', 'lost', 'dup', 'errors'],
+    ['scenario', 'target', 'jobs/s', 'x bs', 'x bullmq', 'client µs', 'server µs', 'redis µs', 'scripts/job', 'p50 ms', 'p99 ms', 'p99.9 ms', 'p99 x bs', 'latency of', 'lost', 'dup', 'errors'],
     body,
   );
 }
@@ -185,7 +191,7 @@ export function machine(): Record<string, string | number> {
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
     redis: firstLine('redis-server', ['--version']),
-    beanstalkd: firstLine('beanstalkd', ['-v']),
+    beanstalkd: `${firstLine(beanstalkdBinary, ['-v'])} (${beanstalkdBinary})`,
   };
 }
 
@@ -197,8 +203,11 @@ function summaries(m: Measurement): Record<string, LatencySummary> {
   };
 }
 
-/** `baseline`: the --baseline checkout, if any; then the JSON has `versusBaseline`. */
-export function writeJson(file: string, settings: Settings, measurements: Measurement[], rows: Row[], baseline?: string): void {
+/**
+ * `baseline`: the --baseline checkout, if any; then the JSON has `versusBaseline`.
+ * `sections`: the sections under the table (light, capacity), each written when it has figures.
+ */
+export function writeJson(file: string, settings: Settings, measurements: Measurement[], rows: Row[], baseline?: string, sections: Record<string, unknown[]> = {}): void {
   const out = {
     date: new Date().toISOString(),
     command: ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' '),
@@ -206,6 +215,7 @@ export function writeJson(file: string, settings: Settings, measurements: Measur
     settings,
     rows,
     comparisons: comparisons(rows),
+    ...Object.fromEntries(Object.entries(sections).filter(([, figures]) => figures.length)),
     ...(baseline !== undefined && {
       versusBaseline: { redstalk: checkout(ROOT), baseline: checkout(path.resolve(baseline)), scenarios: versusBaseline(rows) },
     }),

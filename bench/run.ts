@@ -3,17 +3,21 @@
 // stdout, progress to stderr, everything to a JSON file. See bench/README.md.
 import { parseArgs } from 'node:util';
 import { measureBullmq } from './bullmq.js';
+import { CAPACITY_SCENARIOS, capacityFigures, capacityLines } from './capacity.js';
 import { DRAIN_WORKER, measureDrainWorker } from './drain-worker.js';
 import { ID_BYTES } from './ledger.js';
+import { LIGHT_SCENARIOS, lightFigures, lightLines } from './light.js';
 import { aggregate, comparisons, failed, table, writeJson } from './report.js';
 import { SCALE_SCENARIOS, scaleReport } from './scale.js';
 import { measure, plays, SCENARIOS, targetsOf, type Measurement, type Scenario, type Settings } from './scenarios.js';
-import { hasBeanstalkd, stopEverything, TARGETS, useBaseline, type Target } from './servers.js';
+import { hasBeanstalkd, stopEverything, TARGETS, useBaseline, useBeanstalkd, type Target } from './servers.js';
 
 // drain-worker (drain-worker.ts) has its own consumers: listed right after drain, measured by its own function.
 SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'drain') + 1, 0, DRAIN_WORKER);
-// scale (scale.ts): redstalk on one Redis and on a Redis Cluster, last.
-SCENARIOS.push(...SCALE_SCENARIOS);
+// light (light.ts): fixed low rates, many blocked consumers, right after latency.
+SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'latency') + 1, 0, ...LIGHT_SCENARIOS);
+// capacity (capacity.ts): full batches on one Redis and on a Redis Cluster; scale (scale.ts): redstalk on both, last.
+SCENARIOS.push(...CAPACITY_SCENARIOS, ...SCALE_SCENARIOS);
 const GROUPS = [...new Set(SCENARIOS.flatMap((s) => (s.group ? [s.group] : [])))];
 
 const USAGE = `npm run bench -- [options]
@@ -31,6 +35,7 @@ const USAGE = `npm run bench -- [options]
                     the least CPU per job a Node sidecar can use for the same clients
   --baseline DIR    another redstalk checkout (an old commit, with node_modules): target baseline, started as redstalk
                     but from DIR, plays every scenario redstalk plays, compared with redstalk in the same run
+  --beanstalkd BIN  the beanstalkd binary to measure (default: beanstalkd on PATH), e.g. a 1.13 built from source
   --rounds N        play every scenario N times on each target (default 2, --quick 1)
   --json FILE       where the results go (default bench/results/latest.json)
   --quick           short run: --duration 3 --fill 100000 --rounds 1
@@ -58,7 +63,7 @@ function parse() {
     options: {
       duration: { type: 'string' }, clients: { type: 'string' }, payload: { type: 'string' }, depth: { type: 'string' },
       rate: { type: 'string' }, fill: { type: 'string' }, 'fill-seconds': { type: 'string' }, scenarios: { type: 'string' },
-      targets: { type: 'string' }, baseline: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'string' }, quick: { type: 'boolean' },
+      targets: { type: 'string' }, baseline: { type: 'string' }, beanstalkd: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'string' }, quick: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -78,11 +83,12 @@ function parse() {
   if (settings.payload < ID_BYTES) throw new Error(`--payload must be at least ${ID_BYTES}: each job carries its id and send time`);
   if (settings.clients < 2) throw new Error('--clients must be at least 2: mixed runs producers and consumers');
   if (values.baseline !== undefined) useBaseline(values.baseline);
-  const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd) && (t !== 'baseline' || values.baseline !== undefined) && t !== 'floor');
+  if (values.beanstalkd !== undefined) useBeanstalkd(values.beanstalkd);
+  const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd()) && (t !== 'baseline' || values.baseline !== undefined) && t !== 'floor');
   const targets = pick('target', values.targets, TARGETS, defaults);
   if (targets.includes('baseline') && values.baseline === undefined) throw new Error('--targets baseline needs --baseline DIR (the old redstalk checkout to compare with)');
-  if (targets.includes('beanstalkd') && !hasBeanstalkd) throw new Error('beanstalkd is not installed (apt-get install beanstalkd)');
-  if (!hasBeanstalkd) process.stderr.write('beanstalkd is not installed: measuring without it, no x bs ratios\n');
+  if (targets.includes('beanstalkd') && !hasBeanstalkd()) throw new Error('beanstalkd is not installed (apt-get install beanstalkd, or --beanstalkd BIN)');
+  if (!hasBeanstalkd()) process.stderr.write('beanstalkd is not installed: measuring without it, no x bs ratios\n');
   const names = pick('scenario', values.scenarios, [...SCENARIOS.map((s) => s.name), ...GROUPS], SCENARIOS.map((s) => s.name));
   return {
     settings,
@@ -122,8 +128,9 @@ async function main(): Promise<number> {
   }
   const rows = aggregate(measurements);
   process.stdout.write(`${table(rows)}\n`);
-  for (const line of [...comparisons(rows), ...scaleReport(rows)]) process.stdout.write(`${line}\n`);
-  writeJson(json, settings, measurements, rows, baseline);
+  const sections = { light: lightFigures(rows), capacity: capacityFigures(rows) };
+  for (const line of [...comparisons(rows), ...lightLines(sections.light), ...capacityLines(sections.capacity), ...scaleReport(rows)]) process.stdout.write(`${line}\n`);
+  writeJson(json, settings, measurements, rows, baseline, sections);
   process.stderr.write(`results written to ${json}\n`);
   const failures = rows.filter(failed);
   for (const r of failures) {

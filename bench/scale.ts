@@ -17,8 +17,8 @@ import { tubeName, type Scenario } from './scenarios.js';
 import { formatNumber, formatTable } from './stats.js';
 
 const TUBES = 24;
-const PRIMARIES = 3;
-const SHARDS = 12;
+export const PRIMARIES = 3;
+export const SHARDS = 12;
 
 /**
  * 24 tube names, two in each of the 12 shards: a tube's shard is a hash of its
@@ -36,7 +36,7 @@ function evenTubeNames(): string[] {
   }
   return names;
 }
-const TUBE_NAMES = evenTubeNames();
+export const TUBE_NAMES = evenTubeNames();
 
 const COMMON: Omit<Scenario, 'name' | 'what'> = {
   group: 'scale', workload: 'mixed', persistence: 'memory', pipelined: false, targets: ['redstalk'],
@@ -52,11 +52,11 @@ export const SCALE_SCENARIOS: Scenario[] = [
 /** Within this spread of the primaries' CPU per job the shards count as evenly spread. */
 const SPREAD_TARGET = 0.15;
 
-const redisOf = (row: Row): CpuUse[] => row.cpu.filter((u) => u.role === 'redis');
+export const redisOf = (row: Row): CpuUse[] => row.cpu.filter((u) => u.role === 'redis');
 const sidecarsUs = (row: Row) => roleUsPerJob(row.cpu, 'server');
 const spread = (xs: number[]) => Math.max(...xs) / Math.min(...xs) - 1;
 const percent = (x: number) => `${(x * 100).toFixed(1)}%`;
-const list = (xs: number[]) => xs.map(formatNumber).join(' / ');
+export const list = (xs: number[]) => xs.map(formatNumber).join(' / ');
 
 /**
  * How many of the tubes each primary holds: a tube's shard is a hash of its

@@ -32,6 +32,15 @@ export interface Scenario extends TargetOptions {
   clientsEach?: boolean;
   /** --scenarios also takes this name for all scenarios of the group. */
   group?: string;
+  /** Fixed client counts instead of ones derived from --clients (mixed, rate). */
+  producers?: number;
+  consumers?: number;
+  /** rate: puts/s in total instead of --rate. */
+  rate?: number;
+  /** pipelined: commands in flight per connection instead of --depth. */
+  depth?: number;
+  /** Left out of the measured window at the start of the load, instead of a tenth of --duration (at most 1 s); at most half the duration. */
+  warmupMs?: number;
 }
 
 /** Who plays a scenario that names no targets. */
@@ -51,8 +60,8 @@ export const plays = (scenario: Scenario, target: Target): boolean => {
 
 export const SCENARIOS: Scenario[] = [
   { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms); bullmq: Queue.add' },
-  { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: Workers' },
-  { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + Workers' },
+  { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: one Worker, concurrency --clients' },
+  { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + one Worker, concurrency --clients/2' },
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
   { name: 'mixed-2-sidecars', workload: 'mixed', persistence: 'everysec', pipelined: false, sidecars: 2, baseline: 'mixed', what: 'mixed, clients split across two sidecars on one Redis (beanstalkd: one server), compared with mixed' },
   { name: 'put-min-replicas', workload: 'put', persistence: 'everysec', pipelined: false, replica: true, baseline: 'put', what: 'put, with a local replica and --min-replicas 1 (a WAIT per batch), compared with put' },
@@ -177,9 +186,9 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
   const ledger = new Ledger();
   const clients = new Clients(server.ports, scenario.tubeNames ?? Array.from({ length: scenario.tubes ?? 0 }, (_, i) => tubeName(i)));
   const label = `${scenario.name} ${target}`;
-  const depth = scenario.pipelined ? s.depth : 1;
+  const depth = scenario.pipelined ? scenario.depth ?? s.depth : 1;
   const durationMs = s.durationS * 1000;
-  const warmupMs = Math.min(WARMUP_MS, durationMs / 10);
+  const warmupMs = Math.min(scenario.warmupMs ?? WARMUP_MS, durationMs / (scenario.warmupMs ? 2 : 10));
   const phase = { payload: s.payload, ledger, warmupMs };
 
   let fill: Measurement['fill'];
@@ -196,13 +205,13 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
     addErrors(result.errors);
   }
 
-  const producers = scenario.clientsEach ? s.clients : Math.floor(s.clients / 2);
-  const consumers = scenario.clientsEach ? s.clients : s.clients - producers;
+  const producers = scenario.producers ?? (scenario.clientsEach ? s.clients : Math.floor(s.clients / 2));
+  const consumers = scenario.consumers ?? (scenario.clientsEach ? s.clients : s.clients - producers);
   const plan = {
     put: () => ({ producers: clients.producers(s.clients, PRI, Infinity), consumers: [] }),
     drain: () => ({ producers: [], consumers: clients.consumers(s.clients, true) }),
     mixed: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
-    rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: s.rate }),
+    rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: scenario.rate ?? s.rate }),
   }[scenario.workload]();
   const load = await runPhase({ ...phase, ...plan, label, depth, durationMs, meter });
   addErrors(load.errors);

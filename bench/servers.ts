@@ -15,7 +15,7 @@ import { freePort, loopback, waitUntilAccepting } from '../src/cli/ports.js';
 import { Wire, yamlMap } from '../test/helpers/wire.js';
 import type { Watched } from './cpu.js';
 
-export { hasBeanstalkd } from '../test/helpers/beanstalkd.js';
+import { hasBeanstalkd as beanstalkdOnPath } from '../test/helpers/beanstalkd.js';
 
 /**
  * baseline: redstalk from the checkout given to useBaseline (run.ts --baseline), started as redstalk is.
@@ -67,6 +67,20 @@ const clusters = new Set<{ stop(): Promise<void> }>();
 
 /** Extra redstalk flags for tuning runs, e.g. REDSTALK_BENCH_FLAGS='--batch-inflight 2'. */
 const SIDECAR_FLAGS = (process.env.REDSTALK_BENCH_FLAGS ?? '').split(' ').filter(Boolean);
+
+/** The beanstalkd binary the beanstalkd target runs: the one on PATH unless useBeanstalkd named another. */
+export let beanstalkdBinary = 'beanstalkd';
+let beanstalkdChosen = false;
+
+/** Whether there is a beanstalkd to measure against. */
+export const hasBeanstalkd = (): boolean => beanstalkdChosen || beanstalkdOnPath;
+
+/** Makes `binary` (e.g. a beanstalkd 1.13 built from source) the beanstalkd target's. */
+export function useBeanstalkd(binary: string): void {
+  if (!existsSync(binary)) throw new Error(`--beanstalkd ${binary}: no such file`);
+  beanstalkdBinary = path.resolve(binary);
+  beanstalkdChosen = true;
+}
 
 /** The checkout the baseline target's sidecars run from (useBaseline). */
 let baselineCheckout: string | undefined;
@@ -240,6 +254,21 @@ async function workerPids(port: number, workers: number): Promise<number[]> {
   return [...pids];
 }
 
+/**
+ * Waits for a sidecar's first reply (`list-tube-used` needs the store): it listens before
+ * it has loaded its Redis client and connected, and the load must not start before that,
+ * or the first jobs wait for the start-up and count as the scenario's latency.
+ */
+async function answering(port: number): Promise<void> {
+  const wire = await Wire.connect(port);
+  try {
+    const reply = await wire.cmd('list-tube-used', START_TIMEOUT_MS);
+    if (!reply.startsWith('USING')) throw new Error(`port ${port} answered ${JSON.stringify(reply)} to list-tube-used`);
+  } finally {
+    wire.close();
+  }
+}
+
 /** redstalk from `checkout`: its src/cli.ts run in it, so with its own lua/ and node_modules. */
 async function startRedstalk(o: TargetOptions, checkout: string): Promise<RunningTarget> {
   const redis = o.clusterPrimaries ? await startRedisCluster(o.clusterPrimaries) : await startRedis(o.persistence, o.replica === true);
@@ -265,6 +294,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
       ], port, checkout);
       sidecars.push(sidecar);
       ports.push(port);
+      await answering(port);
       // With --workers the primary only hands out connections: both it and every worker are the sidecar's CPU.
       const workers = (o.workers ?? 1) > 1 ? await workerPids(port, o.workers!) : [];
       watched.push({ role: 'server', label: `sidecar ${i + 1}`, pids: [sidecar.child.pid!, ...workers] });
@@ -285,7 +315,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
 async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget> {
   const dir = tempDir('binlog');
   const port = await freePort();
-  const server = await launch('beanstalkd', ['-l', '127.0.0.1', '-p', String(port), ...BEANSTALKD_PERSISTENCE[persistence](dir)], port);
+  const server = await launch(beanstalkdBinary, ['-l', '127.0.0.1', '-p', String(port), ...BEANSTALKD_PERSISTENCE[persistence](dir)], port);
   return {
     ports: [port],
     redisPorts: [],
