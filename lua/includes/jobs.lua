@@ -411,16 +411,20 @@ end
 
 -- A tube exists while it holds a job or a live sidecar references it; the
 -- default tube always exists. Returns true when the tube was removed.
+-- (References first: a tube whose job was just deleted is usually one that
+-- a live connection watches, and that takes two calls to see.)
 local function collect_tube(T, now)
   if T.name == 'default' then return false end
+  local refs = redis.call('HGETALL', T.refs)
+  for i = 1, #refs, 2 do
+    if tonumber(refs[i + 1]) > 0 then
+      local expiry = redis.call('ZSCORE', K_NODES, refs[i])
+      if expiry and tonumber(expiry) > now then return false end
+    end
+  end
   if redis.call('ZCARD', T.ready) + redis.call('ZCARD', T.delayed) + redis.call('ZCARD', T.buried) > 0 then return false end
   local meta = redis.call('HMGET', T.meta, 'reserved', 'num')
   if tonumber(meta[1] or '0') > 0 then return false end
-  local refs = redis.call('HGETALL', T.refs)
-  for i = 1, #refs, 2 do
-    local expiry = redis.call('ZSCORE', K_NODES, refs[i])
-    if expiry and tonumber(expiry) > now and tonumber(refs[i + 1]) > 0 then return false end
-  end
   redis.call('DEL', T.meta, T.refs)
   unlist_tube(T.name)
   if meta[2] then redis.call('HDEL', K_TUBE_NAMES, meta[2]) end
