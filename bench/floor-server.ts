@@ -5,8 +5,8 @@
 // arrival, the replies of a turn in one write), so its CPU per job is the least
 // any Node sidecar can spend on this machine for the same clients: what
 // redstalk's sidecar could at best get down to. It knows use, watch, ignore,
-// put, reserve, reserve-with-timeout, delete and stats, one FIFO per tube;
-// priorities, delays and TTRs are ignored.
+// put, reserve, reserve-with-timeout (a timer each, as beanstalkd), delete and
+// stats, one FIFO per tube; priorities, delays and TTRs are ignored.
 import net from 'node:net';
 
 interface Job { id: number; body: Buffer }
@@ -38,6 +38,8 @@ class Client {
   private watched = new Set(['default']);
   /** Blocked in reserve: no command runs until a job comes. */
   private blocked = false;
+  /** A blocked reserve-with-timeout's timer (TIMED_OUT when no job came). */
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly socket: net.Socket) {
     socket.setNoDelay(true);
@@ -50,6 +52,8 @@ class Client {
   }
 
   private unwait(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     for (const name of this.watched) {
       const w = tube(name).waiting;
       const i = w.indexOf(this);
@@ -73,6 +77,14 @@ class Client {
     this.reply(`RESERVED ${job.id} ${job.body.length}\r\n`);
     this.reply(Buffer.concat([job.body, CRLF]));
   }
+
+  private readonly timedOut = (): void => {
+    this.timer = null;
+    this.blocked = false;
+    this.unwait();
+    this.reply('TIMED_OUT\r\n');
+    this.run();
+  };
 
   wake(job: Job): void {
     this.blocked = false;
@@ -119,6 +131,7 @@ class Client {
       if (name === 'reserve-with-timeout' && args[0] === '0') return this.reply('TIMED_OUT\r\n');
       this.blocked = true;
       for (const t of this.watched) tube(t).waiting.push(this);
+      if (name === 'reserve-with-timeout') this.timer = setTimeout(this.timedOut, Number(args[0]) * 1000);
       return;
     }
     if (name === 'stats') {

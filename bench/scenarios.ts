@@ -54,7 +54,7 @@ export const targetsOf = (scenario: Scenario): Target[] => scenario.targets ?? D
  * the floor (no store) the plain put, drain and mixed scenarios beanstalkd plays.
  */
 export const plays = (scenario: Scenario, target: Target): boolean => {
-  if (target === 'floor') return targetsOf(scenario).includes('beanstalkd') && !scenario.baseline && scenario.workload !== 'rate';
+  if (target === 'floor') return targetsOf(scenario).includes('beanstalkd') && !scenario.baseline;
   return targetsOf(scenario).includes(target === 'baseline' ? 'redstalk' : target);
 };
 
