@@ -10,9 +10,9 @@
 // waiter on its tube in the same call, as beanstalkd hands a put to a waiting
 // reserve: the reserve rides right after the put, and the script wakes the
 // other sidecars only for what it left ready. A reserve that emptied its
-// tubes says so (drained), and until a wake-up for one of them comes, a
-// blocking reserve over them waits without looking: at light load a job
-// costs two calls, its put and its delete.
+// tubes says so (drained), and until a wake-up for one of them comes (for a
+// second at most), a blocking reserve over them waits without looking: at
+// light load a job costs two calls, its put and its delete.
 //
 // A waiter watching tubes of several shards first asks each of those shards
 // for its candidates (the jobs a reserve there would take, taking nothing),
@@ -105,6 +105,12 @@ const SAFETY_MARGIN_MS = 1000;
 
 /** The most tubes known drained at once (forgetting them only costs a look). */
 const MAX_DRAINED = 10_000;
+/**
+ * How long a drained look is trusted: should a wake-up be lost in a fault
+ * (none is, short of one), a new reserve still looks within this long of the
+ * last drained look. At light load every hand-off renews the mark.
+ */
+const DRAINED_TRUST_MS = 1000;
 
 const OUTCOME_REPLY: Record<Outcome, Buffer> = { timeout: REPLY.TIMED_OUT, deadline: REPLY.DEADLINE_SOON };
 
@@ -120,7 +126,7 @@ export class Waiters implements ReadyListener {
    * reserve over them waits without a look (a wake-up comes for anything
    * that becomes ready after; the last look at its timeout still happens).
    */
-  private readonly drained = new Set<string>();
+  private readonly drained = new Map<string, number>();
   /** Counts wake-ups of any tube: a look that saw one arrive while in flight cannot vouch for its tubes. */
   private wakeUps = 0;
 
@@ -150,7 +156,7 @@ export class Waiters implements ReadyListener {
       }
       this.host.waitingChanged(w.tubes, 1);
       // A blocking reserve over drained tubes waits for their wake-up (its timeout still looks once).
-      if (w.outcome === null && timeoutSec !== 0 && w.shards.length === 1 && w.tubes.every((t) => this.drained.has(t))) return;
+      if (w.outcome === null && timeoutSec !== 0 && w.shards.length === 1 && this.knownDrained(w.tubes)) return;
       this.attempt(w);
     });
   }
@@ -355,7 +361,14 @@ export class Waiters implements ReadyListener {
 
   private remember(tubes: readonly string[]): void {
     if (this.drained.size + tubes.length > MAX_DRAINED) this.drained.clear();
-    for (const t of tubes) this.drained.add(t);
+    const now = performance.now();
+    for (const t of tubes) this.drained.set(t, now);
+  }
+
+  private knownDrained(tubes: readonly string[]): boolean {
+    const since = performance.now() - DRAINED_TRUST_MS;
+    for (const t of tubes) if (!((this.drained.get(t) ?? -Infinity) > since)) return false;
+    return true;
   }
 
   private deliver(w: Waiter, jobs: readonly ReservedJob[]): void {

@@ -1,7 +1,7 @@
 // Blocked reserves (src/server/waiters.ts) with a store that refuses attempts:
 // a waiter keeps waiting through an outage and is served after it; an attempt
 // whose outcome is unknown closes its session instead.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Session } from '../../src/commands/session.js';
 import { Waiters } from '../../src/server/waiters.js';
 import { StoreError } from '../../src/store/errors.js';
@@ -109,6 +109,25 @@ describe('waiters handing jobs over and knowing drained tubes', () => {
     const d = fakeSession();
     void waiters.wait(d.session, null); // the tube was not said drained since the wake-up: d looks
     expect(ops.map((op) => op.ctx.session)).toEqual([d.session]);
+  });
+
+  it('trust a drained look for a second at most (a wake-up lost in a fault costs no more)', () => {
+    vi.useFakeTimers({ toFake: ['performance'] });
+    try {
+      const { ops, waiters, answer } = setup();
+      const a = fakeSession();
+      void waiters.wait(a.session, 0);
+      answer(-1);
+      const b = fakeSession();
+      void waiters.wait(b.session, null);
+      expect(ops).toEqual([]);
+      vi.advanceTimersByTime(1001);
+      const c = fakeSession();
+      void waiters.wait(c.session, null);
+      expect(ops.map((op) => op.ctx.session)).toEqual([c.session]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('trust no drained look that a wake-up overtook while it was in flight', () => {
