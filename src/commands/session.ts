@@ -41,6 +41,8 @@ export interface Session {
   dueIn(ms: number): void;
   /** Soonest deadline of this connection's reservations (local ms), Infinity if none. */
   soonestDeadline(now: number): number;
+  /** When the command being run arrived (Date.now()): a time limit it sets counts from then. */
+  readonly arrivedAt: number;
 
   becomeProducer(): void;
   becomeWorker(): void;

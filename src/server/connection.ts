@@ -65,6 +65,11 @@ export class Connection implements Session, BodyFraming {
   private stopped = false;
 
   private readonly input = new ByteQueue();
+  /** Bytes received so far; and [end offset, Date.now()] of each read not yet run through, oldest first. */
+  private receivedBytes = 0;
+  private readonly arrivals: number[] = [];
+  /** When the command being run arrived (its line's last byte): its time limits count from then. */
+  arrivedAt = 0;
   private mode = Mode.Command;
   private need = 0;
   /** The command whose body is being read. */
@@ -93,7 +98,7 @@ export class Connection implements Session, BodyFraming {
     this.owner = `${nodeId}:${id}`;
     this.authorized = !host.authRequired;
     socket.setNoDelay(true);
-    socket.on('data', (d: Buffer) => { this.input.push(d); this.pump(); });
+    socket.on('data', (d: Buffer) => this.receive(d, Date.now()));
     socket.on('end', () => this.onEnd());
     socket.on('close', () => this.destroy());
     socket.on('error', () => this.destroy());
@@ -166,6 +171,14 @@ export class Connection implements Session, BodyFraming {
 
   // ---- input ----
 
+  /** Bytes from the client, which arrived at `at` (earlier than now for what came before the sidecar took the connection). */
+  receive(d: Buffer, at: number): void {
+    this.receivedBytes += d.length;
+    this.arrivals.push(this.receivedBytes, at);
+    this.input.push(d);
+    this.pump();
+  }
+
   takeRepeats(max: number): number {
     const bytes = this.line.length + 2;
     let n = 0;
@@ -187,6 +200,11 @@ export class Connection implements Session, BodyFraming {
       if (!this.step()) { needInput = true; break; }
     }
     if (this.closed) return;
+    // Forget the arrival of reads run through.
+    const consumed = this.receivedBytes - this.input.length;
+    let k = 0;
+    while (k < this.arrivals.length && this.arrivals[k]! <= consumed) k += 2;
+    if (k > 0) this.arrivals.splice(0, k);
     // EOF: every complete command has been answered; a partial one is dropped.
     if (this.eof && needInput && this.inFlight === 0) { this.quit(); return; }
     const full = this.input.length >= MAX_BUFFERED_INPUT + (this.mode === Mode.Body ? this.need : 0);
@@ -257,6 +275,11 @@ export class Connection implements Session, BodyFraming {
 
   private execute(line: string): void {
     this.line = line;
+    // The read that held the line's last byte.
+    const end = this.receivedBytes - this.input.length;
+    const a = this.arrivals;
+    while (a.length > 2 && a[0]! < end) a.splice(0, 2);
+    this.arrivedAt = a[1]!;
     const cmd = parseCommand(line);
     if (cmd === ParseError.BadFormat || cmd === ParseError.UnknownCommand) {
       this.received('(invalid)');

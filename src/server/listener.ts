@@ -1,7 +1,9 @@
 // The listening socket. It can be opened before the rest of the sidecar is
 // loaded and connected to Redis, so that a start is quick (test harnesses
-// connect as soon as the port accepts): connections that arrive early wait,
-// unread, until the sidecar takes them.
+// connect as soon as the port accepts): connections that arrive early wait
+// until the sidecar takes them. What they send meanwhile is read (up to a
+// bound) and kept with the time it arrived, so that a command's time limit
+// (reserve-with-timeout) counts from its arrival, not from the sidecar's.
 import cluster from 'node:cluster';
 import { lstatSync, readFileSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
@@ -41,10 +43,16 @@ export function removeStaleSocket(path: string): void {
   } catch { /* nothing there */ }
 }
 
+/** Bytes a connection sent before the sidecar took it, and when they came (Date.now()). */
+export interface EarlyRead { data: Buffer; at: number }
+
+/** An early connection's input kept while the sidecar starts; beyond this it is left unread. */
+const MAX_EARLY_INPUT = 1 << 20;
+
 export class Listener {
-  /** Sockets accepted before a sidecar took the listener. */
-  private early: Set<net.Socket> | null = new Set();
-  private take: ((socket: net.Socket) => void) | null = null;
+  /** Sockets accepted before a sidecar took the listener, with what they sent meanwhile. */
+  private early: Map<net.Socket, EarlyRead[]> | null = new Map();
+  private take: ((socket: net.Socket, early: readonly EarlyRead[]) => void) | null = null;
 
   private constructor(
     private readonly server: net.Server,
@@ -84,23 +92,30 @@ export class Listener {
   }
 
   private accept(socket: net.Socket): void {
-    if (this.take) return this.take(socket);
+    if (this.take) return this.take(socket, []);
     if (!this.early) { socket.destroy(); return; }
-    socket.pause();
-    this.early.add(socket);
+    const reads: EarlyRead[] = [];
+    let bytes = 0;
+    this.early.set(socket, reads);
+    socket.on('data', (data: Buffer) => {
+      reads.push({ data, at: Date.now() });
+      bytes += data.length;
+      if (bytes >= MAX_EARLY_INPUT) socket.pause();
+    });
     socket.once('close', () => this.early?.delete(socket));
     socket.on('error', () => { /* surfaced as close */ });
   }
 
-  /** From now on every connection goes to `take`, starting with those that waited. */
-  attach(take: (socket: net.Socket) => void, onError: (err: Error) => void): void {
+  /** From now on every connection goes to `take`, starting with those that waited (and what they sent). */
+  attach(take: (socket: net.Socket, early: readonly EarlyRead[]) => void, onError: (err: Error) => void): void {
     this.server.on('error', onError);
     this.take = take;
     const early = this.early!;
     this.early = null;
-    for (const socket of early) {
+    for (const [socket, reads] of early) {
       socket.removeAllListeners('error');
-      take(socket);
+      socket.removeAllListeners('data');
+      take(socket, reads);
       // A client that half-closed while it waited (and whose bytes were all
       // read) has had its 'end' already: tell its new owner again.
       if (socket.readableEnded) socket.emit('end');
@@ -110,7 +125,7 @@ export class Listener {
 
   /** Stops accepting; settles once every connection is gone. */
   close(): Promise<void> {
-    for (const socket of this.early ?? []) socket.destroy();
+    for (const socket of this.early?.keys() ?? []) socket.destroy();
     this.early = null;
     return new Promise((resolve) => this.server.close(() => resolve()));
   }

@@ -19,7 +19,7 @@ import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
 import { allOf, type Instruments } from './instruments.js';
-import { Listener, tlsFilesOf } from './listener.js';
+import { Listener, tlsFilesOf, type EarlyRead } from './listener.js';
 import { Counters } from './counters.js';
 import { Presence } from './presence.js';
 import { Promoter } from './promoter.js';
@@ -156,11 +156,11 @@ export class Sidecar implements ConnectionHost {
     this.listener = listener;
     this.address = listener.address;
     this.port = listener.port;
-    listener.attach((socket) => this.accept(socket), (err) => this.log.error({ err }, 'listener error'));
+    listener.attach((socket, early) => this.accept(socket, early), (err) => this.log.error({ err }, 'listener error'));
     this.log.info({ listen: this.address, node: this.nodeId }, 'redstalk ready');
   }
 
-  private accept(socket: net.Socket): void {
+  private accept(socket: net.Socket, early: readonly EarlyRead[]): void {
     if (this.stopping) { socket.destroy(); return; }
     if (this.config.maxConnections > 0 && this.connections.size >= this.config.maxConnections) {
       socket.destroy();
@@ -175,6 +175,7 @@ export class Sidecar implements ConnectionHost {
     this.counters.totalConnections++;
     this.presence.reference('default', 'using', 1);
     this.presence.reference('default', 'watching', 1);
+    for (const r of early) c.receive(r.data, r.at);
   }
 
   // ---- ConnectionHost ----

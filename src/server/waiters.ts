@@ -147,7 +147,8 @@ export class Waiters implements ReadyListener {
       else if (soonest !== Infinity) this.at(w, soonest - SAFETY_MARGIN_MS - now, 'deadline');
       // A client that half-closed cannot wait: one look, then TIMED_OUT (beanstalkd answers each such reserve).
       if (timeoutSec === 0 || session.halfClosed) w.outcome = w.outcome ?? 'timeout';
-      else if (timeoutSec !== null) this.at(w, timeoutSec * 1000, 'timeout');
+      // Counted from when the command arrived: it may have waited for the store (a start) or for earlier commands.
+      else if (timeoutSec !== null) this.at(w, timeoutSec * 1000 - Math.max(0, now - session.arrivedAt), 'timeout');
       this.bySession.set(session, w);
       for (const t of w.tubes) {
         let set = this.byTube.get(t);

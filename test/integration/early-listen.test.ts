@@ -37,4 +37,30 @@ describe('listening before the store is ready', () => {
       await sidecar.close();
     }
   });
+
+  it("counts a reserve's timeout from when it arrived, not from when the store was ready", async () => {
+    const listener = await Listener.open('127.0.0.1', 0);
+    const early = await Wire.connect(listener.port);
+    const sent = performance.now();
+    early.send('reserve-with-timeout 1\r\n');
+    // The store is ready only after the timeout has run out: a timeout counted from
+    // then would answer a second later; counted from the send, at once.
+    await new Promise((r) => setTimeout(r, 1200));
+    const { config } = checkConfig({ redisUrl: redis.url, prefix: uniquePrefix(), port: 0, logLevel: 'silent' });
+    const { sidecar } = await openSidecar(config, createLogger('silent'), listener);
+    const ready = performance.now();
+    try {
+      expect(await early.line()).toBe('TIMED_OUT');
+      const answered = performance.now();
+      expect(answered - sent).toBeGreaterThanOrEqual(1000);
+      expect(answered - ready).toBeLessThan(1000);
+      // A connection's later commands count from their own arrival.
+      const t = performance.now();
+      expect(await early.cmd('reserve-with-timeout 1')).toBe('TIMED_OUT');
+      expect(performance.now() - t).toBeGreaterThanOrEqual(1000);
+    } finally {
+      early.close();
+      await sidecar.close();
+    }
+  });
 });

@@ -12,6 +12,7 @@ function fakeSession() {
   const session = {
     owner: 'n:1', watched: ['default'], reserved: new Map(),
     soonestDeadline: () => Infinity,
+    get arrivedAt() { return Date.now(); },
     answer: (b: Buffer) => got.push(b.toString().trim()),
     deliver: (job: ReservedJob) => got.push(`RESERVED ${job.id}`),
     deliverMany: () => { throw new Error('not here'); },
