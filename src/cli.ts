@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 // redstalk [serve] takes beanstalkd's own flags (-b -f -F -l -p -u -z -s -v -V)
 // and one flag per setting (src/config/settings.ts); `redstalk config check`
 // prints the settings a start with the same flags would use.
@@ -59,4 +58,8 @@ addConfigOptions(config.command('check').description('check the configuration an
   .option('--json', 'print JSON')
   .action(async (opts: Record<string, unknown>) => { process.stdout.write(renderConfig(await load(opts), Boolean(opts.json))); });
 
-await program.parseAsync(process.argv);
+// (Not a top-level await: the command line is bundled as CommonJS, src/launch.ts.)
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`redstalk: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  process.exit(1);
+});
