@@ -24,13 +24,13 @@ export function accepts(connect: () => net.Socket): Promise<boolean> {
 }
 
 /** Polls until something accepts; `check` may throw to give up early (e.g. the server exited). */
-export async function waitUntilAccepting(connect: () => net.Socket, what: string, timeoutMs: number, check: () => void = () => {}): Promise<void> {
+export async function waitUntilAccepting(connect: () => net.Socket, what: string, timeoutMs: number, check: () => void = () => {}, everyMs = 20): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     check();
     if (await accepts(connect)) return;
     if (Date.now() > until) throw new Error(`nothing listens on ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }
 

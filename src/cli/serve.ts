@@ -24,6 +24,8 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   let as: { uid: number; gid: number } | undefined;
   let log: Logger | undefined;
   let listener: Listener | null = null;
+  /** The embedded redis-server, starting or started (null with --redis). */
+  let embeddedStart: Promise<EmbeddedRedis | null> = Promise.resolve(null);
   let embedded: EmbeddedRedis | null = null;
   let server: Sidecar | null = null;
   let drainAsked = false;
@@ -39,7 +41,8 @@ export async function serve(config: Config, warnings: readonly string[], embedde
         try {
           await (server ? server.close() : listener?.close());
         } finally {
-          await embedded?.stop();
+          // A stop during the embedded redis-server's start waits for it, so as not to leave it running.
+          await (await embeddedStart.catch(() => null))?.stop().catch(() => {});
           process.exit(0);
         }
       })();
@@ -59,9 +62,20 @@ export async function serve(config: Config, warnings: readonly string[], embedde
     fail(`cannot listen on ${config.listen}:${config.port}: ${(err as Error).message}`);
   }
 
-  const [{ createLogger }, { startEmbeddedRedis }, { openSidecar }] =
-    await Promise.all([import('../log.js'), import('./embedded-redis.js'), import('../open.js')]);
+  // A worker uses the primary's embedded redis-server. Without a Redis URL the
+  // embedded one starts now, while the rest loads; its lines wait for the logger.
+  let redisUrl = config.redisUrl || (role?.redisUrl ?? '');
+  const redisLines: string[] = [];
+  if (!redisUrl) {
+    embeddedStart = import('./embedded-redis.js').then(({ startEmbeddedRedis }) => (stopping ? null : startEmbeddedRedis({
+      dataDir: config.dataDir, fsync: config.fsync, ...as,
+      onLog: (line) => (log ? log.info({ redis: line }, 'embedded redis') : redisLines.push(line)),
+    })));
+    embeddedStart.catch(() => { /* reported below */ });
+  }
+  const [{ createLogger }, { openSidecar }] = await Promise.all([import('../log.js'), import('../open.js')]);
   log = createLogger(config.logLevel, config.logFormat);
+  for (const line of redisLines) log.info({ redis: line }, 'embedded redis');
   if (role) {
     // The primary has logged the warnings and the configuration.
     log = log.child({ worker: role.n });
@@ -72,13 +86,9 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   }
 
   try {
-    // A worker uses the primary's embedded redis-server.
-    let redisUrl = config.redisUrl || (role?.redisUrl ?? '');
     if (!redisUrl) {
-      embedded = await startEmbeddedRedis({
-        dataDir: config.dataDir, fsync: config.fsync, ...as,
-        onLog: (line) => log.info({ redis: line }, 'embedded redis'),
-      });
+      embedded = await embeddedStart;
+      if (!embedded) return; // stopped meanwhile (the signal handler exits)
       redisUrl = embedded.url;
       log.info({ dataDir: config.dataDir, port: embedded.port, fsync: config.fsync }, 'started embedded redis-server');
     } else if (embeddedOnly.length > 0 && !role) {
@@ -94,6 +104,8 @@ export async function serve(config: Config, warnings: readonly string[], embedde
     }
     role?.ready();
   } catch (err) {
+    // A stop during the start closed what the start was using: the signal handler exits.
+    if (stopping) return;
     log.fatal({ err }, 'redstalk could not start');
     await (server ? server.close() : listener?.close());
     await embedded?.stop();

@@ -110,7 +110,8 @@ export class Listener {
   attach(take: (socket: net.Socket, early: readonly EarlyRead[]) => void, onError: (err: Error) => void): void {
     this.server.on('error', onError);
     this.take = take;
-    const early = this.early!;
+    // (None when it was closed meanwhile: a stop during a start.)
+    const early = this.early ?? new Map<net.Socket, EarlyRead[]>();
     this.early = null;
     for (const [socket, reads] of early) {
       socket.removeAllListeners('error');
