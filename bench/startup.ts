@@ -3,11 +3,13 @@
 //   npm run build && npm run bench:startup [-- --starts 20]
 // "accepting": a TCP connect succeeds (what harnesses that wait for the port
 // see); "answering": `list-tube-used` on that connection got its reply (the
-// store is connected and the scripts are loaded).
+// store is connected and the scripts are loaded). "node floor" is a Node
+// process that does nothing but listen and answer: what Node itself costs.
+// beanstalkd is $BEANSTALKD, else the one on PATH (its version is printed).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/cli/ports.js';
@@ -49,6 +51,9 @@ async function timeStart(binary: string, args: (port: number) => string[]): Prom
   }
 }
 
+/** Listens on argv[1] and answers any input with one line. */
+const NODE_FLOOR = "require('net').createServer((s) => s.on('data', () => s.write('USING default\\r\\n'))).listen(+process.argv[1], '127.0.0.1')";
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
@@ -64,9 +69,15 @@ async function main(): Promise<void> {
       return timeStart(process.execPath, (p) => [CLI, '-l', '127.0.0.1', '-p', String(p), '--data-dir', dir, '--log-level', 'warn']);
     },
   };
-  if (spawnSync('sh', ['-c', 'command -v beanstalkd'], { stdio: 'ignore' }).status === 0) {
-    targets.beanstalkd = () => timeStart('beanstalkd', (p) => ['-l', '127.0.0.1', '-p', String(p)]);
+  targets['node floor'] = () => timeStart(process.execPath, (p) => ['-e', NODE_FLOOR, String(p)]);
+  const beanstalkd = process.env.BEANSTALKD || 'beanstalkd';
+  const version = spawnSync(beanstalkd, ['-v'], { encoding: 'utf8' });
+  if (version.status === 0) {
+    process.stdout.write(`beanstalkd: ${beanstalkd} (${version.stdout.trim()})\n`);
+    targets.beanstalkd = () => timeStart(beanstalkd, (p) => ['-l', '127.0.0.1', '-p', String(p)]);
   }
+  // Node reads this file of certificates at every start (about 40 ms here, on Node 20).
+  if (process.env.NODE_EXTRA_CA_CERTS) process.stdout.write(`NODE_EXTRA_CA_CERTS is set (${process.env.NODE_EXTRA_CA_CERTS})\n`);
   const results = new Map<string, Timing[]>(Object.keys(targets).map((k) => [k, []]));
   try {
     await new Promise((r) => setTimeout(r, 200));
@@ -79,7 +90,7 @@ async function main(): Promise<void> {
     for (const d of dataDirs) rmSync(d, { recursive: true, force: true });
   }
   const base = results.get('beanstalkd');
-  process.stdout.write(`spawn -> serving, median of ${starts} interleaved starts (ms)\n`);
+  process.stdout.write(`spawn -> serving, median of ${starts} interleaved starts (ms), load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}\n`);
   process.stdout.write(`${'target'.padEnd(20)}${'accepting'.padStart(11)}${'answering'.padStart(11)}${'x beanstalkd'.padStart(14)}\n`);
   for (const [name, ts] of results) {
     const acc = median(ts.map((t) => t.accepting));
