@@ -114,14 +114,23 @@ export class Listener {
     const early = this.early ?? new Map<net.Socket, EarlyRead[]>();
     this.early = null;
     for (const [socket, reads] of early) {
-      socket.removeAllListeners('error');
+      socket.pause();
       socket.removeAllListeners('data');
-      take(socket, reads);
-      // A client that half-closed while it waited (and whose bytes were all
-      // read) has had its 'end' already: tell its new owner again.
-      if (socket.readableEnded) socket.emit('end');
-      else socket.resume();
     }
+    // Their commands run once the caller has finished starting (after this tick's
+    // promises: a drain asked for during the start applies to them); what they
+    // send meanwhile waits in the paused socket, after what was read before.
+    setImmediate(() => {
+      for (const [socket, reads] of early) {
+        socket.removeAllListeners('error');
+        if (socket.destroyed) continue;
+        take(socket, reads);
+        // A client that half-closed while it waited (and whose bytes were all
+        // read) has had its 'end' already: tell its new owner again.
+        if (socket.readableEnded) socket.emit('end');
+        else socket.resume();
+      }
+    });
   }
 
   /** Stops accepting; settles once every connection is gone. */
