@@ -1,6 +1,7 @@
 // Time from spawn to serving: redstalk (`node dist/cli.js`, with a Redis of its
 // own or an embedded one) beside beanstalkd, interleaved, median of N starts.
-//   npm run build && npm run bench:startup [-- --starts 20]
+//   npm run build && npm run bench:startup [-- --starts 20] [--also OTHER/dist/cli.js]
+// --also adds another build's command line (say, main's), interleaved with the rest.
 // "accepting": a TCP connect succeeds (what harnesses that wait for the port
 // see); "answering": `list-tube-used` on that connection got its reply (the
 // store is connected and the scripts are loaded). "node floor" is a Node
@@ -16,7 +17,9 @@ import { freePort } from '../src/cli/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist/cli.js');
-const starts = Number(process.argv[process.argv.indexOf('--starts') + 1] || 20);
+const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+const starts = Number(arg('--starts') || 20);
+const also = arg('--also');
 
 interface Timing { accepting: number; answering: number }
 
@@ -61,14 +64,16 @@ async function main(): Promise<void> {
   const redisPort = await freePort();
   const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   const dataDirs: string[] = [];
-  const targets: Record<string, (port: number) => Promise<Timing>> = {
-    'redstalk --redis': (n) => timeStart(process.execPath, (p) => [CLI, '-l', '127.0.0.1', '-p', String(p), '--redis', `redis://127.0.0.1:${redisPort}`, '--prefix', `start${n}`, '--log-level', 'warn']),
-    'redstalk embedded': () => {
+  const targets: Record<string, (port: number) => Promise<Timing>> = {};
+  for (const [label, cli] of [['redstalk', CLI], ...(also ? [['--also', path.resolve(also)]] : [])] as const) {
+    targets[`${label} --redis`] = (n) => timeStart(process.execPath, (p) => [cli, '-l', '127.0.0.1', '-p', String(p), '--redis', `redis://127.0.0.1:${redisPort}`, '--prefix', `start${n}`, '--log-level', 'warn']);
+    targets[`${label} embedded`] = () => {
       const dir = mkdtempSync(path.join(tmpdir(), 'redstalk-startup-'));
       dataDirs.push(dir);
-      return timeStart(process.execPath, (p) => [CLI, '-l', '127.0.0.1', '-p', String(p), '--data-dir', dir, '--log-level', 'warn']);
-    },
-  };
+      return timeStart(process.execPath, (p) => [cli, '-l', '127.0.0.1', '-p', String(p), '--data-dir', dir, '--log-level', 'warn']);
+    };
+  }
+  if (also) process.stdout.write(`--also: ${path.resolve(also)}\n`);
   targets['node floor'] = () => timeStart(process.execPath, (p) => ['-e', NODE_FLOOR, String(p)]);
   const beanstalkd = process.env.BEANSTALKD || 'beanstalkd';
   const version = spawnSync(beanstalkd, ['-v'], { encoding: 'utf8' });
