@@ -9,6 +9,10 @@
 #   npm run build
 #   scripts/greenstalk.sh PATH/TO/greenstalk [redis|embedded|beanstalkd] [RUNS]
 #
+# ACTIVATE=1 starts redstalk under systemd-socket-activate (socket activation, as
+# systemd would): the socket exists before Node starts, so the harness's connect
+# after 0.1 s succeeds however long Node takes to start, and what it sends waits.
+#
 # PATH/TO/greenstalk is a checkout of github.com/justinmayhew/greenstalk (nothing
 # of it is kept here); pytest must be installed. `beanstalkd` runs the suite
 # against the beanstalkd on PATH (or $BEANSTALKD), for comparison. Prints each
@@ -39,13 +43,13 @@ case "$mode" in
     until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.05; done
     cat >"$wrapper" <<EOF
 #!/bin/sh
-exec node "$root/dist/cli.js" "\$@" --redis redis://127.0.0.1:$port --prefix "gs\$\$" --log-level warn
+exec \$ACTIVATE node "$root/dist/cli.js" "\$@" --redis redis://127.0.0.1:$port --prefix "gs\$\$" --log-level warn
 EOF
     ;;
   embedded)
     cat >"$wrapper" <<EOF
 #!/bin/sh
-exec node "$root/dist/cli.js" "\$@" --data-dir "\$(mktemp -d "$work/data.XXXXXX")" --log-level warn
+exec \$ACTIVATE node "$root/dist/cli.js" "\$@" --data-dir "\$(mktemp -d "$work/data.XXXXXX")" --log-level warn
 EOF
     ;;
   beanstalkd)
@@ -53,7 +57,22 @@ EOF
     ;;
   *) echo "mode: redis, embedded or beanstalkd" >&2; exit 2 ;;
 esac
-[ "$mode" = beanstalkd ] || chmod +x "$wrapper"
+if [ "$mode" != beanstalkd ]; then
+  if [ "${ACTIVATE:-0}" = 1 ]; then
+    # The harness's -l HOST -p PORT / -l unix:PATH, as systemd-socket-activate's -l.
+    body=$(tail -n +2 "$wrapper")
+    cat >"$wrapper" <<'EOF'
+#!/bin/sh
+l=; p=; prev=
+for a in "$@"; do case "$prev" in -l) l=$a ;; -p) p=$a ;; esac; prev=$a; done
+case "$l" in unix:*) rm -f "${l#unix:}"; ACTIVATE="systemd-socket-activate -l ${l#unix:}" ;; *) ACTIVATE="systemd-socket-activate -l $l:$p" ;; esac
+EOF
+    echo "$body" >>"$wrapper"
+  else
+    sed -i 's/\$ACTIVATE //' "$wrapper"
+  fi
+  chmod +x "$wrapper"
+fi
 
 counts=()
 for i in $(seq "$runs"); do

@@ -49,6 +49,21 @@ export interface EarlyRead { data: Buffer; at: number }
 /** An early connection's input kept while the sidecar starts; beyond this it is left unread. */
 const MAX_EARLY_INPUT = 1 << 20;
 
+/**
+ * The listening socket systemd (or systemd-socket-activate) passed as fd 3
+ * (sd_listen_fds), as beanstalkd takes it: -l and -p are then not used. The
+ * variables are removed, so that no child (the embedded redis-server) takes them.
+ */
+function activatedSocket(): number | null {
+  const env = process.env;
+  if (env.LISTEN_PID === undefined) return null;
+  const ours = env.LISTEN_PID === String(process.pid) && Number(env.LISTEN_FDS) >= 1;
+  delete env.LISTEN_PID;
+  delete env.LISTEN_FDS;
+  delete env.LISTEN_FDNAMES;
+  return ours ? 3 : null;
+}
+
 export class Listener {
   /** Sockets accepted before a sidecar took the listener, with what they sent meanwhile. */
   private early: Map<net.Socket, EarlyRead[]> | null = new Map();
@@ -71,7 +86,8 @@ export class Listener {
     };
     // A TLS socket is handed over once its handshake is done; a failed handshake never reaches the sidecar.
     const server = tlsFiles ? tls.createServer(tlsOptions(tlsFiles), onSocket) : net.createServer({ allowHalfOpen: true }, onSocket);
-    const socketPath = unixSocketPath(listen);
+    const activated = cluster.isWorker ? null : activatedSocket();
+    const socketPath = activated === null ? unixSocketPath(listen) : null;
     // A cluster worker's (--workers) socket is the primary's, shared by every
     // worker: a socket file at the path is the live one. The primary removed a stale one.
     if (socketPath && !cluster.isWorker) removeStaleSocket(socketPath);
@@ -81,12 +97,15 @@ export class Listener {
         server.off('error', reject);
         resolve();
       };
-      if (socketPath) server.listen(socketPath, listening);
+      if (activated !== null) server.listen({ fd: activated }, listening);
+      else if (socketPath) server.listen(socketPath, listening);
       else server.listen(port, listen, listening);
     });
     const bound = server.address();
     const actualPort = typeof bound === 'object' && bound ? bound.port : 0;
-    listener = new Listener(server, socketPath ? `unix:${socketPath}` : `${listen}:${actualPort}`, actualPort);
+    const address = typeof bound === 'string' ? `unix:${bound}`
+      : socketPath ? `unix:${socketPath}` : `${typeof bound === 'object' && bound ? bound.address : listen}:${actualPort}`;
+    listener = new Listener(server, address, actualPort);
     for (const socket of pending) listener.accept(socket);
     return listener;
   }

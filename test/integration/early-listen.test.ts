@@ -1,12 +1,15 @@
 // The command line listens before it connects to Redis (a quick start); a
 // client that connects and talks in that window is served once the sidecar is ready.
+import { spawn, spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkConfig } from '../../src/config/check.js';
 import { createLogger } from '../../src/log.js';
 import { openSidecar } from '../../src/open.js';
 import { Listener } from '../../src/server/listener.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { uniquePrefix } from '../helpers/redstalk.js';
+import { freePort } from '../helpers/ports.js';
+import { ROOT, uniquePrefix } from '../helpers/redstalk.js';
 import { Wire } from '../helpers/wire.js';
 
 describe('listening before the store is ready', () => {
@@ -61,6 +64,26 @@ describe('listening before the store is ready', () => {
     } finally {
       early.close();
       await sidecar.close();
+    }
+  });
+
+  const hasActivate = spawnSync('sh', ['-c', 'command -v systemd-socket-activate'], { stdio: 'ignore' }).status === 0;
+  it.skipIf(!hasActivate)('takes the listening socket systemd passes (socket activation), instead of -l/-p', async () => {
+    const port = await freePort();
+    const unused = await freePort();
+    const cmd = process.env.REDSTALK_CMD?.split(' ') ?? [process.execPath, '--import', 'tsx', path.join(ROOT, 'src/cli.ts')];
+    // systemd-socket-activate listens, and starts redstalk at the first connection.
+    const child = spawn('systemd-socket-activate', ['-l', `127.0.0.1:${port}`, ...cmd, '-l', '127.0.0.1', '-p', String(unused), '--redis', redis.url, '--prefix', uniquePrefix(), '--log-level', 'warn'], { cwd: ROOT, stdio: 'ignore' });
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      const ready = async () => { for (;;) { try { return await Wire.connect(port); } catch { await new Promise((r) => setTimeout(r, 20)); } } };
+      const w = await ready();
+      expect(await w.cmd('put 0 0 60 2\r\nhi', 20_000)).toBe('INSERTED 1');
+      expect(await w.cmd('list-tube-used')).toBe('USING default');
+      w.close();
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
     }
   });
 });
