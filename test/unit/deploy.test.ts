@@ -51,7 +51,9 @@ describe('the container image', () => {
     expect(docker.stages).toBe(2);
     expect(docker.user).not.toMatch(/^(root|0)$/);
     expect(docker.entrypoint).toEqual(['node', 'dist/cli.js']);
-    expect(read('tsup.config.ts')).toMatch(/entry: \['src\/cli\.ts'\]/);
+    // dist/cli.js runs the command line's bundle (src/launch.ts).
+    expect(read('tsup.config.ts')).toMatch(/entry: \{ cli: 'src\/launch\.ts' \}/);
+    expect(read('tsup.config.ts')).toMatch(/entry: \{ redstalk: 'src\/cli\.ts' \}/);
     expect(docker.healthcheck).toEqual([...docker.entrypoint, 'healthcheck']);
   });
 
