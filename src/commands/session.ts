@@ -14,6 +14,10 @@ export interface Session {
   readonly owner: string;
   readonly used: string;
   readonly watched: readonly string[];
+  /** Changes whenever the watch list does (never repeats for a connection). */
+  readonly watchVersion: number;
+  /** Whether the tube is in the watch list. */
+  watches(tube: string): boolean;
   /** This connection's reservations, by job id. */
   readonly reserved: ReadonlyMap<string, Reservation>;
 

@@ -115,8 +115,9 @@ export class Sidecar implements ConnectionHost {
     this.waiters = new Waiters({
       submit: (op) => this.submit(op),
       shardOf: (tube) => backend.shardMap.ofTube(tube),
-      waitingChanged: (tubes, delta) => {
-        this.counters.waitingDelta(tubes, delta);
+      waitingChanged: (owner, tubes, wide, delta) => {
+        if (wide) this.counters.wideWaitingDelta(owner, wide, delta);
+        else this.counters.waitingDelta(tubes, delta);
         this.presence.statsChanged();
       },
       giveBack: (owner, jobs) => this.giveBack(owner, jobs),
