@@ -30,6 +30,28 @@ async function watchKeys(redis: Redis): Promise<string[]> {
   return keys.sort();
 }
 
+/** The commands the sidecar sent to the test's Redis while `run` ran (not those of scripts), each as its words. */
+async function monitored(run: () => Promise<void>): Promise<string[][]> {
+  const monitor = await new Redis(ctx.redis.url, { retryStrategy: () => null }).monitor();
+  const log: string[][] = [];
+  monitor.on('monitor', (_time: string, args: string[], source: string) => { if (source !== 'lua') log.push(args); });
+  await sleep(50);
+  await run();
+  await sleep(100);
+  monitor.disconnect();
+  return log;
+}
+
+/** A connection whose watch list of TUBES tubes a reserve has stored, and a link to the test's Redis. */
+async function stored(): Promise<{ redis: Redis; a: Wire }> {
+  const redis = new Redis(ctx.redis.url);
+  const a = await ctx.dial();
+  await watchMany(a);
+  expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
+  expect((await watchKeys(redis)).length).toBeGreaterThan(0);
+  return { redis, a };
+}
+
 // On the test cluster the sidecar's calls and keys are on the cluster's nodes, not on this redis-server.
 describe.skipIf(onCluster)(`a connection watching ${TUBES} tubes`, () => {
   it('sends its watch list with its first reserve only; later reserves name it by version', async () => {
@@ -37,52 +59,36 @@ describe.skipIf(onCluster)(`a connection watching ${TUBES} tubes`, () => {
     const b = await ctx.dial();
     await watchMany(a);
     await sleep(100); // the heartbeat with the new counters has gone out
-    const monitor = await new Redis(ctx.redis.url, { retryStrategy: () => null }).monitor();
-    const log: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[], source: string) => { if (source !== 'lua') log.push(args); });
-    await sleep(50);
-    for (let i = 0; i < 3; i++) {
-      await b.cmd(`use w${i * 7}`);
-      const id = /^INSERTED (\d+)$/.exec(await b.cmd('put 0 0 60 1\r\nx'))![1]!;
-      expect(await a.cmd('reserve-with-timeout 0')).toBe(`RESERVED ${id} 1\nx`);
-      expect(await a.cmd(`delete ${id}`)).toBe('DELETED');
-    }
-    expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
-    await sleep(100);
-    monitor.disconnect();
+    const log = await monitored(async () => {
+      for (let i = 0; i < 3; i++) {
+        await b.cmd(`use w${i * 7}`);
+        const id = /^INSERTED (\d+)$/.exec(await b.cmd('put 0 0 60 1\r\nx'))![1]!;
+        expect(await a.cmd('reserve-with-timeout 0')).toBe(`RESERVED ${id} 1\nx`);
+        expect(await a.cmd(`delete ${id}`)).toBe('DELETED');
+      }
+      expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
+    });
     // w50 is watched and never used: only the call that stored the list (in w50's shard) names it.
     const naming = log.filter((args) => args[0]!.toLowerCase() === 'evalsha' && args.some((x) => x === 'w50' || x.split(/[ :]/).includes('w50')));
     expect(naming).toHaveLength(1);
     // Changing the watch list sends it once more, then again not.
     expect(await a.cmd('watch extra')).toBe(`WATCHING ${TUBES + 1}`);
-    const again = await new Redis(ctx.redis.url, { retryStrategy: () => null }).monitor();
-    const log2: string[][] = [];
-    again.on('monitor', (_time: string, args: string[], source: string) => { if (source !== 'lua') log2.push(args); });
-    await sleep(50);
-    for (let i = 0; i < 3; i++) expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
-    await sleep(100);
-    again.disconnect();
+    const log2 = await monitored(async () => {
+      for (let i = 0; i < 3; i++) expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
+    });
     expect(log2.filter((args) => args[0]!.toLowerCase() === 'evalsha' && args.includes('w50'))).toHaveLength(1);
   });
 
   it('leaves no watch list behind when it closes', async () => {
-    const redis = new Redis(ctx.redis.url);
-    const a = await ctx.dial();
-    await watchMany(a);
-    expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
-    expect((await watchKeys(redis)).length).toBeGreaterThan(0);
+    const { redis, a } = await stored();
     a.close();
     await expect.poll(() => watchKeys(redis), { timeout: 5000 }).toEqual([]);
     redis.disconnect();
   });
 
   it('loses its watch lists with its sidecar when that is reaped, and reserves on once its lease is back', async () => {
-    const redis = new Redis(ctx.redis.url);
-    const a = await ctx.dial();
+    const { redis, a } = await stored();
     const b = await ctx.dial();
-    await watchMany(a);
-    expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
-    expect((await watchKeys(redis)).length).toBeGreaterThan(0);
     // What another sidecar's reaper does once this one's lease has lapsed.
     await ctx.sidecar.backend.jobs.forgetNode(ctx.sidecar.sidecar.nodeId);
     expect(await watchKeys(redis)).toEqual([]);
@@ -95,11 +101,7 @@ describe.skipIf(onCluster)(`a connection watching ${TUBES} tubes`, () => {
   });
 
   it('leaves none behind when its sidecar stops', async () => {
-    const redis = new Redis(ctx.redis.url);
-    const a = await ctx.dial();
-    await watchMany(a);
-    expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
-    expect((await watchKeys(redis)).length).toBeGreaterThan(0);
+    const { redis } = await stored();
     await ctx.sidecar.stop();
     expect(await watchKeys(redis)).toEqual([]);
     await ctx.restart({ prefix: ctx.sidecar.prefix });
