@@ -96,8 +96,8 @@ export interface Services {
   /** beanstalkd's drain mode: puts answer DRAINING. */
   draining(): boolean;
   countCommand(counter: string): void;
-  /** Whether these tubes live in one shard: then one store call reserves over all of them at once. */
-  oneShard(tubes: readonly string[]): boolean;
+  /** Whether the session's watched tubes live in one shard: then one store call reserves over all of them at once. */
+  oneShard(s: Session): boolean;
 }
 
 /** The typed stats model; the YAML replies and the public API render it. */

@@ -14,7 +14,7 @@ import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { Batcher, type ApplyBatch } from '../store/batcher.js';
 import { OpCode, type AnyJobOp, type ReservedJob } from '../store/ops.js';
-import { byShard, shardOfOp } from '../store/sharded.js';
+import { shardOfOp } from '../store/sharded.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
@@ -134,7 +134,7 @@ export class Sidecar implements ConnectionHost {
       wait: (s, timeout, shape) => this.waiters.wait(s, timeout, shape),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,
-      oneShard: (tubes) => byShard(tubes, (t) => backend.shardMap.ofTube(t)).size === 1,
+      oneShard: (s) => this.waiters.oneShard(s),
       countCommand: (counter) => {
         this.counters.count(counter);
         this.presence.statsChanged();

@@ -209,6 +209,11 @@ export class Waiters implements ReadyListener {
     });
   }
 
+  /** Whether the session's watched tubes share one shard (worked out once per watch list). */
+  oneShard(session: Session): boolean {
+    return this.viewOf(session).shards.length === 1;
+  }
+
   /** The session's watch list as a view, made again only when it changed. */
   private viewOf(session: Session): WatchView {
     let sw = this.watches.get(session);
