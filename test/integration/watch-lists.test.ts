@@ -108,6 +108,9 @@ describe.skipIf(onCluster)(`a connection watching ${TUBES} tubes`, () => {
     redis.disconnect();
   });
 
+});
+
+describe(`a connection watching ${TUBES} tubes, on any data set`, () => {
   it('counts as waiting on each of its tubes, on its own sidecar and on another', async () => {
     const other = await startRedstalk({ redisUrl: ctx.redis.url, prefix: ctx.sidecar.prefix });
     try {
