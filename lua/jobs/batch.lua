@@ -24,8 +24,13 @@
                                       name the -n jobs a        (2 values a job)
                                       reserve would take
           'w' owner n names           the same from the tubes named (one argument, names
-                                      apart by spaces), not passed in KEYS (a connection
-                                      watching many: see reserve below)
+                                      apart by spaces), not passed in KEYS (see reserve below)
+          's' owner n ver k t1..tk    the same from the k tubes named, which become owner's
+                                      stored watch list (version ver) in this shard
+          'k' owner n ver             the same from owner's stored watch list, which must be
+                                      at version ver, else -> -2 (send it: 's')
+          'x' owner                   owner's stored watch list goes -> 1
+                                      (its connection closed)
   Delete, release, bury and touch act only on a job that is not reserved, or
   reserved by `owner` (delete), or reserved by `owner` (the others). Reserve
   takes the most urgent ready jobs (lowest pri, then lowest id) of the tubes
@@ -54,13 +59,15 @@ for i = 1, ntubes do inserted[i], deleted[i] = 0, 0 end
 local FIRST_OP = 5 + ntubes
 
 -- The fields after each op's code ('v': 3, then its k tubes).
-local OP_FIELDS = { p = 5, i = 0, d = 3, r = 5, b = 4, t = 3, v = 3, w = 3 }
+local OP_FIELDS = { p = 5, i = 0, d = 3, r = 5, b = 4, t = 3, v = 3, w = 3, s = 4, k = 3, x = 1 }
 local function op_length(a)
   local op = ARGV[a]
   local n = OP_FIELDS[op]
-  if op == 'v' then n = n + tonumber(ARGV[a + 3]) end
+  if op == 'v' then n = n + tonumber(ARGV[a + 3])
+  elseif op == 's' then n = n + tonumber(ARGV[a + 4]) end
   return n and n + 1
 end
+local RESERVES = { v = true, w = true, s = true, k = true }
 
 -- A first look at the ops: how many ids they take (one INCRBY for all), and
 -- the jobs that delete, release, bury and touch name (one HMGET for all).
@@ -73,9 +80,9 @@ do
     if not len then return redis.error_reply('ERR batch: unknown op ' .. tostring(op)) end
     if op == 'p' or op == 'i' then
       ids_wanted = ids_wanted + 1
-    elseif op == 'v' or op == 'w' then
+    elseif RESERVES[op] then
       last_reserve = a
-    else
+    elseif op ~= 'x' then
       ids_named[#ids_named + 1] = ARGV[a + 2]
     end
     a = a + len
@@ -163,11 +170,75 @@ local function touch(owner, id, ti)
 end
 
 -- Reserve 'v' names its tubes by index: every one has its keys in KEYS, and
--- the reserve looks at each. Reserve 'w' (a connection watching more tubes
--- than the sidecar sends keys for: thousands) names them in ARGV: it looks
--- only at those with ready jobs (ready-tubes), finds due delayed jobs in the
--- global delayed zset, and derives the keys of the few it touches
--- (tube_named): its cost follows the tubes that have jobs, not those watched.
+-- the reserve looks at each. Reserves 'w', 's' and 'k' (a connection watching
+-- more tubes than the sidecar sends keys for: thousands) take a watch list
+-- (below): they look only at its tubes with ready jobs (ready-tubes), find due
+-- delayed jobs in the global delayed zset, and derive the keys of the few
+-- they touch (tube_named): their cost follows the tubes that have jobs, not
+-- those watched. 'w' names the tubes in ARGV on every call; 's' stores them
+-- as the connection's watch list (a set under the shard's hash tag, with its
+-- version as the member '#<ver>': no tube name starts with '#'), which 'k'
+-- then uses without sending it again. A sidecar deletes a connection's list
+-- when it closes; forgetNode.lua deletes a departed sidecar's lists (each
+-- sidecar's are indexed in watch_index).
+
+-- A watch list: has(name), and ready(): its tubes in ready-tubes.
+local function names_watch(list)
+  return {
+    has = function(name) return list[name] == true end,
+    ready = function()
+      local out = {}
+      for _, name in ipairs(redis.call('SMEMBERS', K_READY)) do
+        if list[name] then out[#out + 1] = name end
+      end
+      return out
+    end,
+  }
+end
+
+local function watch_key(owner)
+  return TAG .. ':watch:' .. owner
+end
+
+-- The index of a sidecar's stored watch lists: the owner is "<node>:<connection>".
+local function watch_index(owner)
+  return TAG .. ':watch-lists:' .. (string.match(owner, '^([^:]*):') or owner)
+end
+
+local function stored_watch(key)
+  local known = {}
+  return {
+    has = function(name)
+      local w = known[name]
+      if w == nil then
+        w = redis.call('SISMEMBER', key, name) == 1
+        known[name] = w
+      end
+      return w
+    end,
+    -- SINTER walks the smaller set and looks each member up in the other.
+    ready = function() return redis.call('SINTER', K_READY, key) end,
+  }
+end
+
+-- 's': ARGV[from..from+k-1] become owner's watch list at version ver.
+local function store_watch(owner, ver, from, k)
+  local key = watch_key(owner)
+  redis.call('DEL', key)
+  redis.call('SADD', key, '#' .. ver)
+  for i = from, from + k - 1, 1000 do
+    redis.call('SADD', key, unpack(ARGV, i, math.min(i + 999, from + k - 1)))
+  end
+  redis.call('SADD', watch_index(owner), owner)
+  return stored_watch(key)
+end
+
+-- 'k': owner's stored watch list, or nil when it is not at version ver (lost, or never stored).
+local function current_watch(owner, ver)
+  local key = watch_key(owner)
+  if redis.call('SISMEMBER', key, '#' .. ver) == 0 then return nil end
+  return stored_watch(key)
+end
 
 -- Housekeeping for reserves, once per batch (and once per tube looked at).
 local expired, promoted_all, promoted, pause_until, named = false, false, {}, {}, {}
@@ -195,10 +266,12 @@ local function tidy(tubes, watched)
       end
     end
   elseif not promoted_all then
-    -- Global members end with the tube's name; member_id reads only the id before it.
+    -- Every due delayed job of the shard (the promotion timer would move them
+    -- anyway), so that a later reserve of this call over another watch list
+    -- finds its own. Global members end with the tube's name; member_id reads
+    -- only the id before it.
     for _, m in ipairs(redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, 1000)) do
-      local name = member_tube(m)
-      if by_name[name] or watched[name] then promote(tube_for(name), m) end
+      promote(tube_for(member_tube(m)), m)
     end
     promoted_all = true
   end
@@ -217,14 +290,16 @@ end
 -- moved jobs of (written to ready-tubes at its end).
 local function with_ready_jobs(watched)
   local look, seen = {}, {}
-  local function consider(name)
-    if watched[name] and not seen[name] then
+  for _, name in ipairs(watched.ready()) do
+    seen[name] = true
+    look[#look + 1] = tube_for(name)
+  end
+  for name in pairs(touched) do
+    if not seen[name] and watched.has(name) then
       seen[name] = true
       look[#look + 1] = tube_for(name)
     end
   end
-  for _, name in ipairs(redis.call('SMEMBERS', K_READY)) do consider(name) end
-  for name in pairs(touched) do consider(name) end
   return look
 end
 
@@ -247,7 +322,7 @@ local function wake_after(tubes, look, watched)
     -- if none is there, look again when the 200th is due.
     local soonest = redis.call('ZRANGE', K_DELAYED, 0, 199, 'WITHSCORES')
     for k = 1, #soonest, 2 do
-      if watched[member_tube(soonest[k])] then
+      if watched.has(member_tube(soonest[k])) then
         wake_at(tonumber(soonest[k + 1]))
         break
       end
@@ -327,7 +402,7 @@ local function drained(tubes)
 end
 
 -- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
--- tubes of `watched` (a set of names) that have ready jobs; n < 0 takes
+-- tubes of `watched` (a watch list, above) that have ready jobs; n < 0 takes
 -- none and names the -n candidates instead. The jobs are followed by 1 when
 -- `tell` asks and the tubes (given by keys) are drained by them, else by 0:
 -- a sidecar lets the next reserve over drained tubes wait without a look,
@@ -372,7 +447,7 @@ while a <= #ARGV do
   local r
   -- Queued ZADDs of puts go out before anything reads those zsets: a reserve,
   -- or a delete of a job put here.
-  if op == 'v' or op == 'w' or (op == 'd' and put_here[ARGV[a + 2]]) then write_queued_adds() end
+  if RESERVES[op] or (op == 'd' and put_here[ARGV[a + 2]]) then write_queued_adds() end
   if op == 'p' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5])
   elseif op == 'i' then
@@ -389,10 +464,22 @@ while a <= #ARGV do
     local k, tubes = tonumber(ARGV[a + 3]), {}
     for i = 1, k do tubes[i] = Ts[tonumber(ARGV[a + 3 + i])] end
     r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tubes, nil, a == last_reserve)
-  else -- 'w'
-    local watched = {}
-    for name in string.gmatch(ARGV[a + 3], '%S+') do watched[name] = true end
+  elseif op == 'w' then
+    local list = {}
+    for name in string.gmatch(ARGV[a + 3], '%S+') do list[name] = true end
+    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), {}, names_watch(list), false)
+  elseif op == 's' then
+    local watched = store_watch(ARGV[a + 1], ARGV[a + 3], a + 5, tonumber(ARGV[a + 4]))
     r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), {}, watched, false)
+  elseif op == 'k' then
+    local watched = current_watch(ARGV[a + 1], ARGV[a + 3])
+    r = watched and reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), {}, watched, false) or -2
+  elseif op == 'x' then
+    redis.call('DEL', watch_key(ARGV[a + 1]))
+    redis.call('SREM', watch_index(ARGV[a + 1]), ARGV[a + 1])
+    r = 1
+  else
+    return redis.error_reply('ERR batch: unknown op ' .. tostring(op))
   end
   results[#results + 1] = r
   a = a + op_length(a)

@@ -1,11 +1,19 @@
 #!lua flags=allow-oom
 --[[
   Removes a sidecar from the live set (clean shutdown, or reaping one whose
-  heartbeat expired, after its tube references were dropped with refTube).
-  KEYS  9 globals, then [10] that sidecar's stats hash
+  heartbeat expired, after its tube references were dropped with refTube),
+  and the watch lists its connections stored in this shard (batch.lua 's').
+  KEYS  9 globals, then [10] that sidecar's stats hash, [11] the index of its watch lists
   ARGV  [1] sidecar id
 ]]
 --- @include "jobs"
 redis.call('ZREM', K_NODES, ARGV[1])
 redis.call('DEL', KEYS[10])
+local owners = redis.call('SMEMBERS', KEYS[11])
+for i = 1, #owners, 500 do
+  local keys = {}
+  for k = i, math.min(i + 499, #owners) do keys[#keys + 1] = TAG .. ':watch:' .. owners[k] end
+  redis.call('DEL', unpack(keys))
+end
+redis.call('DEL', KEYS[11])
 return 1

@@ -4,13 +4,30 @@
   counters (connections, per-command counts, per-tube using/watching/waiting)
   so that `stats` on any sidecar sums every live sidecar.
   KEYS  9 globals, then [10] this sidecar's stats hash
-  ARGV  [1] sidecar id  [2] ttl ms  [3..] field, value pairs
+  ARGV  [1] sidecar id  [2] ttl ms  [3..] field, value pairs: the whole
+        snapshot; or '+' and then only the fields that changed, a field
+        whose value is '' removed (src/server/counters.ts)
   Returns 1 when the sidecar was not in the live set (first beat, or its
   lease lapsed and it may have been reaped: it must re-register its tube
-  references), else 0.
+  references, and send its whole snapshot), else 0.
 ]]
 --- @include "jobs"
 local added = redis.call('ZADD', K_NODES, now_ms() + tonumber(ARGV[2]), ARGV[1])
-redis.call('DEL', KEYS[10])
-if #ARGV > 2 then redis.call('HSET', KEYS[10], unpack(ARGV, 3)) end
+local from = 3
+if ARGV[3] == '+' then from = 4 else redis.call('DEL', KEYS[10]) end
+local set, gone = {}, {}
+local function flush()
+  if #set > 0 then redis.call('HSET', KEYS[10], unpack(set)) end
+  if #gone > 0 then redis.call('HDEL', KEYS[10], unpack(gone)) end
+  set, gone = {}, {}
+end
+for i = from, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    gone[#gone + 1] = ARGV[i]
+  else
+    set[#set + 1], set[#set + 2] = ARGV[i], ARGV[i + 1]
+  end
+  if #set + #gone >= 1000 then flush() end
+end
+flush()
 return added

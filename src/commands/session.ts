@@ -14,6 +14,10 @@ export interface Session {
   readonly owner: string;
   readonly used: string;
   readonly watched: readonly string[];
+  /** Changes whenever the watch list does (never repeats for a connection). */
+  readonly watchVersion: number;
+  /** Whether the tube is in the watch list. */
+  watches(tube: string): boolean;
   /** This connection's reservations, by job id. */
   readonly reserved: ReadonlyMap<string, Reservation>;
 
@@ -94,8 +98,8 @@ export interface Services {
   /** beanstalkd's drain mode: puts answer DRAINING. */
   draining(): boolean;
   countCommand(counter: string): void;
-  /** Whether these tubes live in one shard: then one store call reserves over all of them at once. */
-  oneShard(tubes: readonly string[]): boolean;
+  /** Whether the session's watched tubes live in one shard: then one store call reserves over all of them at once. */
+  oneShard(s: Session): boolean;
 }
 
 /** The typed stats model; the YAML replies and the public API render it. */

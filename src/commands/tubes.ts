@@ -22,14 +22,14 @@ export const tubeHandlers: Handlers<TubeCommand> = {
     });
   },
   watch(s, [tube], svc) {
-    if (s.watched.includes(tube)) return s.answer(line(`WATCHING ${s.watched.length}`));
+    if (s.watches(tube)) return s.answer(line(`WATCHING ${s.watched.length}`));
     return after(svc.reference(tube, 'watching', 1), () => {
       s.addWatched(tube);
       s.answer(line(`WATCHING ${s.watched.length}`));
     });
   },
   ignore(s, [tube], svc) {
-    if (s.watched.includes(tube)) {
+    if (s.watches(tube)) {
       if (s.watched.length < 2) return s.answer(REPLY.NOT_IGNORED);
       s.removeWatched(tube);
       svc.reference(tube, 'watching', -1);

@@ -51,6 +51,9 @@ export class Connection implements Session, BodyFraming {
   readonly owner: string;
   used = 'default';
   readonly watched: string[] = ['default'];
+  /** The watch list as a set (watch and ignore look a tube up in it), and its version. */
+  private readonly watchSet = new Set<string>(['default']);
+  watchVersion = 0;
   readonly reserved = new Map<string, Reservation>();
   isProducer = false;
   isWorker = false;
@@ -386,12 +389,19 @@ export class Connection implements Session, BodyFraming {
   // ---- session state ----
 
   setUsed(tube: string): void { this.used = tube; }
-  addWatched(tube: string): void { this.watched.push(tube); }
+  watches(tube: string): boolean { return this.watchSet.has(tube); }
+  addWatched(tube: string): void {
+    this.watched.push(tube);
+    this.watchSet.add(tube);
+    this.watchVersion++;
+  }
   /** As beanstalkd's watch list (ms.c): the last tube takes the removed one's place. */
   removeWatched(tube: string): void {
     const i = this.watched.indexOf(tube);
     const last = this.watched.pop()!;
     if (i < this.watched.length) this.watched[i] = last;
+    this.watchSet.delete(tube);
+    this.watchVersion++;
   }
 
   becomeProducer(): void {

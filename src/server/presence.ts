@@ -91,8 +91,17 @@ export class Presence {
   }
 
   private async beat(): Promise<void> {
-    const fresh = await this.jobs.heartbeat(this.nodeId, this.heartbeatMs * BEATS_PER_LEASE, this.counters.snapshot());
+    let fresh: boolean;
+    try {
+      fresh = await this.jobs.heartbeat(this.nodeId, this.heartbeatMs * BEATS_PER_LEASE, this.counters.snapshot());
+    } catch (err) {
+      this.counters.republish(); // the snapshot holds only changes: the next one is whole
+      throw err;
+    }
     if (!fresh) return;
+    // Reaped meanwhile, the store may hold only the changes: all of it again.
+    this.counters.republish();
+    this.statsChanged();
     if (this.registered) {
       this.log.warn('this sidecar\'s lease lapsed: closing its connections (their reservations may have been handed back)');
       this.onLeaseLost();

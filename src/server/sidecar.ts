@@ -14,7 +14,7 @@ import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { Batcher, type ApplyBatch } from '../store/batcher.js';
 import { OpCode, type AnyJobOp, type ReservedJob } from '../store/ops.js';
-import { byShard, shardOfOp } from '../store/sharded.js';
+import { shardOfOp } from '../store/sharded.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
@@ -115,8 +115,9 @@ export class Sidecar implements ConnectionHost {
     this.waiters = new Waiters({
       submit: (op) => this.submit(op),
       shardOf: (tube) => backend.shardMap.ofTube(tube),
-      waitingChanged: (tubes, delta) => {
-        this.counters.waitingDelta(tubes, delta);
+      waitingChanged: (owner, tubes, wide, delta) => {
+        if (wide) this.counters.wideWaitingDelta(owner, wide, delta);
+        else this.counters.waitingDelta(tubes, delta);
         this.presence.statsChanged();
       },
       giveBack: (owner, jobs) => this.giveBack(owner, jobs),
@@ -133,7 +134,7 @@ export class Sidecar implements ConnectionHost {
       wait: (s, timeout, shape) => this.waiters.wait(s, timeout, shape),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,
-      oneShard: (tubes) => byShard(tubes, (t) => backend.shardMap.ofTube(t)).size === 1,
+      oneShard: (s) => this.waiters.oneShard(s),
       countCommand: (counter) => {
         this.counters.count(counter);
         this.presence.statsChanged();

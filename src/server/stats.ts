@@ -8,7 +8,7 @@ import type { JobStats, RoomStats, ServerStats, TubeStats } from '../protocol/ge
 import { COMMAND_COUNTERS } from '../protocol/stats.js';
 import type { JobStore, NodeSnapshot } from '../store/job-store.js';
 import type { RoomStore } from '../store/room-store.js';
-import { sumSnapshots, type Counters } from './counters.js';
+import { sumSnapshots, WAITING_WATCH, type Counters } from './counters.js';
 import type { Presence } from './presence.js';
 
 /** The protocol version this sidecar speaks (stats `version`). */
@@ -72,13 +72,17 @@ export class StatsCollector implements StatsSource {
     const t = counts.tubes.get(name);
     if (!t) return null;
     const local = this.d.counters.tubes.get(name);
-    const use = (field: 'using' | 'watching' | 'waiting', others: NodeSnapshot[]) =>
+    const use = (field: 'using' | 'watching', others: NodeSnapshot[]) =>
       (local?.[field] ?? 0) + sumSnapshots(others, `${field}:${name}`);
+    // Other sidecars' waiting connections that watch many tubes: whether each watches this one, the store says.
+    const wide = others.flatMap((o) => Object.keys(o).filter((f) => f.startsWith(WAITING_WATCH)).map((f) => f.slice(WAITING_WATCH.length)));
+    const waiting = this.d.counters.waitingOn(name) + sumSnapshots(others, `waiting:${name}`)
+      + (wide.length > 0 ? await this.d.jobs.watchListsWith(name, wide) : 0);
     return {
       name, 'current-jobs-urgent': t.urgent, 'current-jobs-ready': t.ready,
       'current-jobs-reserved': t.reserved, 'current-jobs-delayed': t.delayed, 'current-jobs-buried': t.buried,
       'total-jobs': t.totalJobs,
-      'current-using': use('using', others), 'current-watching': use('watching', others), 'current-waiting': use('waiting', others),
+      'current-using': use('using', others), 'current-watching': use('watching', others), 'current-waiting': waiting,
       'cmd-delete': t.cmdDelete, 'cmd-pause-tube': t.cmdPauseTube,
       pause: t.pause, 'pause-time-left': wholeSeconds(t.pauseLeftUs),
     };

@@ -14,6 +14,13 @@
 // second at most), a blocking reserve over them waits without looking: at
 // light load a job costs two calls, its put and its delete.
 //
+// A connection watching many tubes (more than WIDE_WATCH) waits in one list,
+// not in each tube's: a wake-up for a tube looks its watch set up. Its
+// reserves name its watch list by version (JobOp.watch): the store keeps the
+// list (in each shard, that shard's part), so it travels once, not with every
+// reserve, and goes when the connection closes (a drop-watch op per shard).
+// Its waiting is counted per tube when stats asks, not per wait.
+//
 // A waiter watching tubes of several shards first asks each of those shards
 // for its candidates (the jobs a reserve there would take, taking nothing),
 // then reserves in the shards of the most urgent: lowest priority, then the
@@ -43,6 +50,30 @@ const enum State {
 /** Watched tubes of one shard, in watch order. */
 type ShardTubes = readonly string[];
 
+/**
+ * Above this many watched tubes, a waiter is wide: found by a lookup in its
+ * watch set rather than through each tube, and its watch list is kept in the
+ * store (JobOp.watch).
+ */
+export const WIDE_WATCH = 64;
+
+/** A connection's watch list at one version, as its waits use it (made once per version). */
+interface WatchView {
+  readonly version: number;
+  readonly tubes: readonly string[];
+  /** Wide: the tubes as a set; else null. */
+  readonly wide: ReadonlySet<string> | null;
+  /** The tubes by shard (one entry when they share a shard: the usual case), and those shards. */
+  readonly shards: readonly ShardTubes[];
+  readonly shardIds: readonly number[];
+}
+
+interface SessionWatch {
+  view: WatchView;
+  /** Wide: the shards the store may keep its watch list in, each with one of its tubes there (to route the drop). */
+  readonly kept: Map<number, string>;
+}
+
 /** What a multi-shard attempt has heard so far, in its first step (candidates) or its second (reserves). */
 interface Survey {
   pending: number;
@@ -58,6 +89,9 @@ interface Survey {
 
 interface Waiter {
   readonly session: Session;
+  /** Orders waiters: first come, first served. */
+  readonly seq: number;
+  readonly view: WatchView;
   readonly tubes: readonly string[];
   /** The watched tubes by shard (one entry when they share a shard: the usual case). */
   readonly shards: readonly ShardTubes[];
@@ -83,7 +117,8 @@ export interface WaitersHost {
   submit(op: AnyJobOp): void;
   /** The shard that holds a tube. */
   shardOf(tube: string): number;
-  waitingChanged(tubes: readonly string[], delta: 1 | -1): void;
+  /** A connection starts (+1) or stops (-1) waiting on these tubes (`wide`: the same as a set, for a wide waiter). */
+  waitingChanged(owner: string, tubes: readonly string[], wide: ReadonlySet<string> | null, delta: 1 | -1): void;
   /** Jobs reserved for a connection that is already gone go back at once. */
   giveBack(owner: string, jobs: readonly ReservedJob[]): void;
 }
@@ -112,6 +147,11 @@ const MAX_DRAINED = 10_000;
  */
 const DRAINED_TRUST_MS = 1000;
 
+/** A wide waiter's reserves name its watch list by version (JobOp.watch); -1: they name their tubes. */
+const watchOf = (w: Waiter): number => (w.view.wide ? w.view.version : -1);
+
+const ignore = (): void => {};
+
 const OUTCOME_REPLY: Record<Outcome, Buffer> = { timeout: REPLY.TIMED_OUT, deadline: REPLY.DEADLINE_SOON };
 
 /** A reservation ends within the safety margin: a reserve that finds no job answers DEADLINE_SOON. */
@@ -120,7 +160,12 @@ const deadlineSoon = (soonest: number, now: number): boolean => soonest - SAFETY
 export class Waiters implements ReadyListener {
   /** Waiters by watched tube; a Set iterates in insertion order, so each is first come, first served. */
   private readonly byTube = new Map<string, Set<Waiter>>();
+  /** Wide waiters, first come first. */
+  private readonly wide = new Set<Waiter>();
   private readonly bySession = new Map<Session, Waiter>();
+  /** Each connection's watch list as last waited with. */
+  private readonly watches = new Map<Session, SessionWatch>();
+  private seq = 0;
   /**
    * Tubes a reserve found drained, with no wake-up for them since: a blocking
    * reserve over them waits without a look (a wake-up comes for anything
@@ -135,11 +180,11 @@ export class Waiters implements ReadyListener {
   /** reserve / reserve-with-timeout / reserve-many (timeout in seconds, null = forever); settles once answered. */
   wait(session: Session, timeoutSec: number | null, shape?: ReserveShape): Promise<void> {
     return new Promise<void>((resolve) => {
-      const tubes = [...session.watched];
+      const view = this.viewOf(session);
       const many = shape && 'many' in shape ? shape.many : null;
       const run = shape && 'run' in shape ? shape.run : 1;
       const w: Waiter = {
-        session, tubes, shards: [...byShard(tubes, (t) => this.host.shardOf(t)).values()], survey: null, lookedAt: 0, many, run, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
+        session, seq: ++this.seq, view, tubes: view.tubes, shards: view.shards, survey: null, lookedAt: 0, many, run, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
       };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
@@ -150,16 +195,69 @@ export class Waiters implements ReadyListener {
       // Counted from when the command arrived: it may have waited for the store (a start) or for earlier commands.
       else if (timeoutSec !== null) this.at(w, timeoutSec * 1000 - Math.max(0, now - session.arrivedAt), 'timeout');
       this.bySession.set(session, w);
-      for (const t of w.tubes) {
-        let set = this.byTube.get(t);
-        if (!set) { set = new Set(); this.byTube.set(t, set); }
-        set.add(w);
+      if (view.wide) this.wide.add(w);
+      else {
+        for (const t of w.tubes) {
+          let set = this.byTube.get(t);
+          if (!set) { set = new Set(); this.byTube.set(t, set); }
+          set.add(w);
+        }
       }
-      this.host.waitingChanged(w.tubes, 1);
+      this.host.waitingChanged(session.owner, w.tubes, view.wide, 1);
       // A blocking reserve over drained tubes waits for their wake-up (its timeout still looks once).
-      if (w.outcome === null && timeoutSec !== 0 && w.shards.length === 1 && this.knownDrained(w.tubes)) return;
+      if (w.outcome === null && timeoutSec !== 0 && !view.wide && w.shards.length === 1 && this.knownDrained(w.tubes)) return;
       this.attempt(w);
     });
+  }
+
+  /** Whether the session's watched tubes share one shard (worked out once per watch list). */
+  oneShard(session: Session): boolean {
+    return this.viewOf(session).shards.length === 1;
+  }
+
+  /** The session's watch list as a view, made again only when it changed. */
+  private viewOf(session: Session): WatchView {
+    let sw = this.watches.get(session);
+    if (sw && sw.view.version === session.watchVersion) return sw.view;
+    const tubes = [...session.watched];
+    const groups = byShard(tubes, (t) => this.host.shardOf(t));
+    const view: WatchView = {
+      version: session.watchVersion, tubes, wide: tubes.length > WIDE_WATCH ? new Set(tubes) : null,
+      shards: [...groups.values()], shardIds: [...groups.keys()],
+    };
+    if (sw) sw.view = view;
+    else {
+      sw = { view, kept: new Map() };
+      this.watches.set(session, sw);
+    }
+    if (view.wide) view.shards.forEach((part, i) => sw.kept.set(view.shardIds[i]!, part[0]!));
+    return view;
+  }
+
+  /** The waiters on a tube in the order they came, wide ones included, while visit says go on. */
+  private eachOn(tube: string, visit: (w: Waiter) => boolean): void {
+    const narrow = this.byTube.get(tube);
+    if (this.wide.size === 0) {
+      if (narrow) for (const w of narrow) if (!visit(w)) return;
+      return;
+    }
+    const a = narrow ? narrow.values() : null;
+    const b = this.wide.values();
+    const nextWide = (): Waiter | undefined => {
+      for (let r = b.next(); !r.done; r = b.next()) if (r.value.view.wide!.has(tube)) return r.value;
+      return undefined;
+    };
+    let x = a?.next().value as Waiter | undefined;
+    let y = nextWide();
+    while (x || y) {
+      if (x && (!y || x.seq < y.seq)) {
+        if (!visit(x)) return;
+        x = a!.next().value as Waiter | undefined;
+      } else {
+        if (!visit(y!)) return;
+        y = nextWide();
+      }
+    }
   }
 
   /** Jobs became ready in a tube (from any sidecar). */
@@ -175,11 +273,11 @@ export class Waiters implements ReadyListener {
    */
   readying(tube: string): void {
     this.wokeUp(tube);
-    const waiting = this.byTube.get(tube);
-    if (!waiting) return;
-    for (const w of waiting) {
-      if (w.state === State.Idle && w.shards.length === 1) { this.attempt(w); return; }
-    }
+    this.eachOn(tube, (w) => {
+      if (w.state !== State.Idle || w.shards.length !== 1) return true;
+      this.attempt(w);
+      return false;
+    });
   }
 
   /** After a lost subscription: every waiter looks again. */
@@ -196,13 +294,12 @@ export class Waiters implements ReadyListener {
 
   /** Lets up to `count` waiters on the tube look. */
   private wake(tube: string, count: number): void {
-    const waiting = this.byTube.get(tube);
-    if (!waiting) return;
-    for (const w of waiting) {
-      if (count <= 0) return;
+    if (count <= 0) return;
+    this.eachOn(tube, (w) => {
       if (w.state === State.Idle) { this.attempt(w); count--; }
       else if (w.state === State.Attempting) { w.state = State.AttemptAgain; count--; }
-    }
+      return count > 0;
+    });
   }
 
   /** The client half-closed its socket: TIMED_OUT, as beanstalkd. */
@@ -211,8 +308,14 @@ export class Waiters implements ReadyListener {
     if (w) this.settle(w, 'timeout');
   }
 
-  /** The connection is gone. */
+  /** The connection is gone: its wait ends, and the watch list the store kept for it goes. */
   cancel(session: Session): void {
+    const sw = this.watches.get(session);
+    if (sw) {
+      this.watches.delete(session);
+      // After its reserves in each shard's batch: none can store it again.
+      for (const tube of sw.kept.values()) this.host.submit(jobOps.dropWatch(null, ignore, session.owner, [tube]));
+    }
     const w = this.bySession.get(session);
     if (!w) return;
     if (w.state === State.Idle) this.finish(w);
@@ -255,12 +358,12 @@ export class Waiters implements ReadyListener {
     const count = w.many ?? w.run;
     if (w.shards.length === 1) {
       w.lookedAt = this.wakeUps;
-      this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, count));
+      this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, count, watchOf(w)));
       return;
     }
     const n = w.shards.length;
     w.survey = { pending: n, candidates: new Array(n).fill([]), wakeMs: -1, failure: null, order: [], taken: new Array(n).fill([]) };
-    w.shards.forEach((tubes, shard) => this.host.submit(jobOps.candidates({ w, shard }, this.surveyed, tubes, count)));
+    w.shards.forEach((tubes, shard) => this.host.submit(jobOps.candidates({ w, shard }, this.surveyed, tubes, count, w.session.owner, watchOf(w))));
   }
 
   /** One shard's candidates are in; once all are, reserve in the shards of the most urgent. */
@@ -287,7 +390,7 @@ export class Waiters implements ReadyListener {
     for (const s of survey.order) counts.set(s, (counts.get(s) ?? 0) + 1);
     survey.pending = counts.size;
     survey.failure = null;
-    for (const [s, count] of counts) this.host.submit(jobOps.reserve({ w, shard: s }, this.reservedInShard, w.session.owner, w.shards[s]!, count));
+    for (const [s, count] of counts) this.host.submit(jobOps.reserve({ w, shard: s }, this.reservedInShard, w.session.owner, w.shards[s]!, count, watchOf(w)));
   };
 
   /** One shard's reserve is in; once all are, the jobs go out in the order of their candidates. */
@@ -338,7 +441,8 @@ export class Waiters implements ReadyListener {
     }
     const drained = typeof r === 'object' ? r.drained : r === -1;
     // Only a single-shard attempt sets lookedAt; no wake-up while it was out: nothing new since its look.
-    if (drained && w.shards.length === 1 && w.lookedAt === this.wakeUps) this.remember(w.tubes);
+    // (Not a wide one's: a look over its tubes costs little, remembering them more.)
+    if (drained && w.view.wide === null && w.shards.length === 1 && w.lookedAt === this.wakeUps) this.remember(w.tubes);
     if (typeof r === 'object') {
       if (gone) this.host.giveBack(w.session.owner, r.jobs);
       else this.deliver(w, r.jobs);
@@ -395,13 +499,16 @@ export class Waiters implements ReadyListener {
   private remove(w: Waiter): void {
     if (this.bySession.get(w.session) !== w) return;
     this.bySession.delete(w.session);
-    for (const t of w.tubes) {
-      const set = this.byTube.get(t)!;
-      set.delete(w);
-      if (set.size === 0) this.byTube.delete(t);
+    if (w.view.wide) this.wide.delete(w);
+    else {
+      for (const t of w.tubes) {
+        const set = this.byTube.get(t)!;
+        set.delete(w);
+        if (set.size === 0) this.byTube.delete(t);
+      }
     }
     for (const t of w.timers) clearTimeout(t);
-    this.host.waitingChanged(w.tubes, -1);
+    this.host.waitingChanged(w.session.owner, w.tubes, w.view.wide, -1);
   }
 
   private finish(w: Waiter): void {

@@ -74,6 +74,9 @@ export interface JobStore {
   nodes(): Promise<{ live: string[]; dead: string[] }>;
   nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]>;
 
+  /** How many of these connections' watch lists, as reserves kept them (JobOp.watch), hold the tube. */
+  watchListsWith(tube: string, owners: readonly string[]): Promise<number>;
+
   /** Moves due delayed jobs and expired reservations to ready; ms until the next is due, or -1. */
   promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }>;
 }

@@ -118,6 +118,16 @@ export class ShardKeys {
     return `${this.tag}:node:${id}`;
   }
 
+  /** A connection's stored watch list (owner "<node>:<connection>"; lua/jobs/batch.lua 's'). */
+  watchList(owner: string): string {
+    return `${this.tag}:watch:${owner}`;
+  }
+
+  /** The owners of a sidecar's stored watch lists in this shard (lua/jobs/forgetNode.lua deletes them). */
+  watchLists(node: string): string {
+    return `${this.tag}:watch-lists:${node}`;
+  }
+
   /** The 7 keys of a waiting room, in the order lua/includes/room.lua expects them (the index first). */
   room(name: string): string[] {
     const base = `${this.tag}:room:${name}`;

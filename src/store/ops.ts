@@ -3,7 +3,7 @@
 // each kind fixes the type of its result, so completions need no casts.
 
 /** The op kinds (also lua/jobs/batch.lua's op codes). */
-export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v', Candidate = 'c' }
+export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v', Candidate = 'c', DropWatch = 'x' }
 
 export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
 
@@ -22,7 +22,7 @@ export interface Candidate { pri: number; createdMs: number }
  * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the jobs
  * (1 to `count`), or ms until something may become reservable (-1: nothing
  * will without another command: the tubes are drained); candidates: the jobs a reserve of `count` would take, in its
- * order (1 to `count`), or the same ms.
+ * order (1 to `count`), or the same ms; drop-watch: true.
  */
 export type OpResult = string | boolean | number | Reservation | Candidate[];
 export type ReserveResult = Reservation | number;
@@ -40,6 +40,12 @@ export interface JobOp<C = unknown, R = OpResult> {
   readonly tube: string;
   /** reserve, candidate: the watched tubes (of one shard). */
   readonly tubes: readonly string[];
+  /**
+   * reserve, candidate: -1, or the version of `owner`'s watch list that
+   * `tubes` are (its part in one shard): the store may keep the list and
+   * reserve over what it kept, without the tubes travelling with each call.
+   */
+  readonly watch: number;
   readonly pri: number;
   readonly delay: number;
   readonly ttr: number;
@@ -54,8 +60,8 @@ export interface JobOp<C = unknown, R = OpResult> {
 const NO_TUBES: readonly string[] = [];
 
 function op<C, R>(code: OpCode, ctx: C, done: Completion<C, R>, owner: string, id: string, tube: string,
-  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null, count = 1): JobOp<C, R> {
-  return { code, owner, id, tube, tubes, pri, delay, ttr, count, body, ctx, done };
+  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null, count = 1, watch = -1): JobOp<C, R> {
+  return { code, owner, id, tube, tubes, watch, pri, delay, ttr, count, body, ctx, done };
 }
 
 /** The op builders: the only place a JobOp literal is written. */
@@ -73,11 +79,18 @@ export const jobOps = {
     op(OpCode.Bury, ctx, done, owner, id, tube, NO_TUBES, pri, 0, 0, null),
   touch: <C>(ctx: C, done: Completion<C, number>, owner: string, id: string, tube: string) =>
     op(OpCode.Touch, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
-  reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[], count: number) =>
-    op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count),
+  /** `watch`: the version of the owner's watch list that `tubes` are, or -1 (see JobOp.watch). */
+  reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[], count: number, watch = -1) =>
+    op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count, watch),
   /** What a reserve of `count` over these tubes would take, taking nothing (reserve across shards). */
-  candidates: <C>(ctx: C, done: Completion<C, CandidateResult>, tubes: readonly string[], count: number) =>
-    op(OpCode.Candidate, ctx, done, '', '', '', tubes, 0, 0, 0, null, count),
+  candidates: <C>(ctx: C, done: Completion<C, CandidateResult>, tubes: readonly string[], count: number, owner = '', watch = -1) =>
+    op(OpCode.Candidate, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count, watch),
+  /**
+   * The owner's watch list kept by reserves with `watch` (JobOp.watch) goes, in
+   * the shard of `tubes` (some of the tubes it held there): its connection closed.
+   */
+  dropWatch: <C>(ctx: C, done: Completion<C, boolean>, owner: string, tubes: readonly string[]) =>
+    op(OpCode.DropWatch, ctx, done, owner, '', '', tubes, 0, 0, 0, null),
 };
 
 /**

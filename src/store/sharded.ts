@@ -11,7 +11,7 @@ import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js
 export function shardOfOp(map: ShardMap, op: AnyJobOp): number {
   if (map.count === 1) return 0;
   if (op.id) return map.ofId(op.id);
-  return map.ofTube(op.code === OpCode.Reserve || op.code === OpCode.Candidate ? op.tubes[0]! : op.tube);
+  return map.ofTube(op.code === OpCode.Reserve || op.code === OpCode.Candidate || op.code === OpCode.DropWatch ? op.tubes[0]! : op.tube);
 }
 
 /** Items grouped by shard, each group in the items' order. */
@@ -63,6 +63,7 @@ export class ShardedJobStore implements JobStore {
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null> { return this.ofTube(tube).peekTube(tube, state); }
   jobInfo(id: string): Promise<JobInfo | null> { return this.ofId(id).jobInfo(id); }
   refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void> { return this.ofTube(tube).refTube(tube, node, delta); }
+  watchListsWith(tube: string, owners: readonly string[]): Promise<number> { return this.ofTube(tube).watchListsWith(tube, owners); }
 
   async releaseOwned(owner: string, jobs: Iterable<readonly [id: string, tube: string]>): Promise<number> {
     const groups = byShard(jobs, ([id]) => this.map.ofId(id));

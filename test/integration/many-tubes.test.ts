@@ -62,7 +62,7 @@ describe('a reserve over many watched tubes (more than 64: it looks only at the 
 });
 
 describe(`a connection watching ${TUBES} tubes`, () => {
-  it('reserves in a few milliseconds (median of 20; the tubes travel as names, only those with ready jobs are looked at)', async () => {
+  it('reserves in a few milliseconds (median of 20; the watch list is kept in Redis, only its tubes with ready jobs are looked at)', async () => {
     const a = await ctx.dial();
     let batch = '';
     for (let i = 0; i < TUBES; i++) batch += `watch w${i}\r\n`;

@@ -164,4 +164,33 @@ describe('waiters handing jobs over and knowing drained tubes', () => {
     waiters.readying('default');
     expect(ops).toEqual([]);
   });
+
+  it('serve waiters watching many tubes and waiters watching few in the order they came, naming a wide one\'s watch list by version, and drop it when it closes', () => {
+    const { ops, waiters, answer } = setup();
+    const few = fakeSession();
+    const many = fakeSession();
+    const later = fakeSession();
+    (many.session as { owner: string }).owner = 'n:2';
+    (many.session as unknown as { watched: string[] }).watched = Array.from({ length: 100 }, (_, i) => `t${i}`);
+    (many.session as { watchVersion: number }).watchVersion = 7;
+    (few.session as unknown as { watched: string[] }).watched = ['t5'];
+    (later.session as unknown as { watched: string[] }).watched = ['t5'];
+    void waiters.wait(many.session, 5);
+    expect([ops[0]!.code, ops[0]!.watch, ops[0]!.tubes.length]).toEqual(['v', 7, 100]);
+    answer(5000);
+    void waiters.wait(few.session, 5);
+    expect(ops[0]!.watch).toBe(-1);
+    answer(5000);
+    void waiters.wait(later.session, 5);
+    answer(5000);
+    waiters.onReady('t5', 2); // the first two that came look, the wide one first
+    expect(ops.map((op) => op.ctx.session)).toEqual([many.session, few.session]);
+    answer({ jobs: [job('1')], drained: false });
+    answer(5000);
+    expect(many.got).toEqual(['RESERVED 1']);
+    waiters.onReady('t99', 1); // watched by the wide one only, which has its job
+    expect(ops).toEqual([]);
+    waiters.cancel(many.session);
+    expect(ops.map((op) => [op.code, op.owner])).toEqual([['x', 'n:2']]);
+  });
 });

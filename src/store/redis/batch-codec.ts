@@ -35,7 +35,42 @@ export function scriptKeys(keys: ShardKeys, tubes: readonly string[]): string[] 
  */
 const RESERVE_BY_NAME_ABOVE = 64;
 const RESERVE_BY_NAME = 'w';
+/** A reserve over its owner's watch list, sent and kept ('s'), or kept before ('k'). */
+const RESERVE_STORING = 's';
+const RESERVE_STORED = 'k';
+/** A reserve over a watch list whose version is not what the shard holds (lost, reaped) says so: send it. */
+export const WATCH_LIST_STALE = -2;
+const storedList = (op: AnyJobOp) => op.watch >= 0;
 const byName = (op: AnyJobOp) => op.tubes.length > RESERVE_BY_NAME_ABOVE;
+
+/**
+ * The watch lists (JobOp.watch) this sidecar has stored in one shard: owner
+ * -> version, -1 when one may be there whose version is not known.
+ */
+export class StoredWatchLists {
+  private readonly versions = new Map<string, number>();
+
+  /** Whether a reserve over this list must send it; if so, it counts as stored from now. */
+  mustSend(owner: string, version: number): boolean {
+    if (this.versions.get(owner) === version) return false;
+    this.versions.set(owner, version);
+    return true;
+  }
+
+  /** A call that may have stored it failed, or the shard had another version: send it next time. */
+  unsure(owner: string): void {
+    this.versions.set(owner, -1);
+  }
+
+  /** Forgets the owner's list: whether one may be stored. */
+  forget(owner: string): boolean {
+    return this.versions.delete(owner);
+  }
+
+  get size(): number {
+    return this.versions.size;
+  }
+}
 
 /**
  * Writes batch calls of one shard as RESP bytes: the script's head
@@ -50,7 +85,7 @@ export class BatchEncoder {
   /** Each tube's 5 keys, encoded; keyed by ShardKeys.tube's (cached, bounded) arrays, so it lives as long as they do. */
   private readonly tubeKeys = new WeakMap<readonly string[], Buffer>();
 
-  constructor(private readonly keys: ShardKeys) {
+  constructor(private readonly keys: ShardKeys, private readonly stored = new StoredWatchLists()) {
     this.globals = encoded(...keys.globals);
     this.shardArgs = encoded(keys.events, String(keys.shards), String(keys.shard));
   }
@@ -83,11 +118,20 @@ export class BatchEncoder {
         case OpCode.Delete: case OpCode.Touch: w.ascii(op.code); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); break;
         case OpCode.Release: w.ascii(OpCode.Release); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); break;
         case OpCode.Bury: w.ascii(OpCode.Bury); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); break;
+        case OpCode.DropWatch: w.ascii(OpCode.DropWatch); w.string(op.owner); this.stored.forget(op.owner); break;
         case OpCode.Reserve: case OpCode.Candidate: { // candidates: a reserve of -count jobs
           const n = op.code === OpCode.Candidate ? -op.count : op.count;
-          // Many watched tubes travel as names (not 5 KEYS each): the script looks only at those with ready jobs.
-          // (Tube names hold no space: one argument carries them all.)
-          if (byName(op)) {
+          // A connection's watch list is kept in the shard: sent once, then named by its version.
+          if (storedList(op)) {
+            if (this.stored.mustSend(op.owner, op.watch)) {
+              w.ascii(RESERVE_STORING); w.string(op.owner); w.int(n); w.int(op.watch); w.int(op.tubes.length);
+              for (const t of op.tubes) w.string(t);
+            } else {
+              w.ascii(RESERVE_STORED); w.string(op.owner); w.int(n); w.int(op.watch);
+            }
+          } else if (byName(op)) {
+            // Many watched tubes travel as names (not 5 KEYS each): the script looks only at those with ready jobs.
+            // (Tube names hold no space: one argument carries them all.)
             w.ascii(RESERVE_BY_NAME); w.string(op.owner); w.int(n); w.string(op.tubes.join(' '));
           } else {
             w.ascii(OpCode.Reserve); w.string(op.owner); w.int(n); w.int(op.tubes.length);
@@ -106,8 +150,8 @@ function tubesOf(ops: readonly AnyJobOp[]): TubeIndex {
   const tubes = new TubeIndex();
   for (const op of ops) {
     if (op.code === OpCode.Reserve || op.code === OpCode.Candidate) {
-      if (!byName(op)) for (const t of op.tubes) tubes.of(t);
-    } else if (op.code !== OpCode.BurnId) {
+      if (!storedList(op) && !byName(op)) for (const t of op.tubes) tubes.of(t);
+    } else if (op.code !== OpCode.BurnId && op.code !== OpCode.DropWatch) {
       tubes.of(op.tube);
     }
   }
@@ -140,7 +184,7 @@ export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[]): 
     const r = raw[i];
     switch (ops[i]!.code) {
       case OpCode.Put: case OpCode.BurnId: results[i] = text(r); break;
-      case OpCode.Delete: case OpCode.Release: case OpCode.Bury: results[i] = r === 1; break;
+      case OpCode.Delete: case OpCode.Release: case OpCode.Bury: case OpCode.DropWatch: results[i] = r === 1; break;
       case OpCode.Touch: results[i] = r as number; break;
       case OpCode.Reserve: results[i] = Array.isArray(r) ? reservation(r) : (r as number); break;
       case OpCode.Candidate: results[i] = Array.isArray(r) ? candidates(r) : (r as number); break;

@@ -4,7 +4,7 @@
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
 import type { JobInfo, JobState, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
-import { BatchEncoder, decodeBatch, scriptKeys, text, TubeIndex } from './batch-codec.js';
+import { BatchEncoder, decodeBatch, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
 import { sendEncoded } from './encoded-call.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
 import { isStoreFull, StoreError } from '../errors.js';
@@ -38,6 +38,8 @@ export class RedisJobStore implements JobStore {
   /** Redis' clock minus ours (ms), learned from each promotion tick. */
   private clockOffset = 0;
   private readonly encoder: BatchEncoder;
+  /** The watch lists of this sidecar's connections kept in this shard (batch.lua 's', 'k'). */
+  private readonly watchLists = new StoredWatchLists();
   /** The cluster slot of this shard's keys (null on one Redis: no routing). */
   private readonly slot: number | null;
 
@@ -48,7 +50,7 @@ export class RedisJobStore implements JobStore {
     /** Writes count as done only once this many replicas have them (WAIT), within timeoutMs. */
     private readonly replicas: { count: number; timeoutMs: number } = { count: 0, timeoutMs: 0 },
   ) {
-    this.encoder = new BatchEncoder(keys);
+    this.encoder = new BatchEncoder(keys, this.watchLists);
     this.slot = redis instanceof Cluster ? calculateSlot(keys.globals[0]!) : null;
   }
 
@@ -131,8 +133,41 @@ export class RedisJobStore implements JobStore {
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
     const { heads } = this.scripts.get(script)!;
-    const raw = (await mapped(sendEncoded(this.redis, this.encoder.encode(ops, heads.evalsha), heads, this.slot))) as unknown[];
-    return decodeBatch(ops, raw);
+    let raw: unknown[];
+    try {
+      raw = (await mapped(sendEncoded(this.redis, this.encoder.encode(ops, heads.evalsha), heads, this.slot))) as unknown[];
+    } catch (err) {
+      // Whether the watch lists this call sent were stored is not known: they go again.
+      for (const op of ops) if (op.watch >= 0) this.watchLists.unsure(op.owner);
+      throw err;
+    }
+    const results = decodeBatch(ops, raw);
+    // A watch list the shard does not hold at that version (lost with Redis' data, or
+    // its sidecar reaped meanwhile): those reserves, which took nothing, go again with it.
+    const stale: number[] = [];
+    for (let i = 0; i < ops.length; i++) {
+      if (results[i] === WATCH_LIST_STALE && ops[i]!.watch >= 0) {
+        this.watchLists.unsure(ops[i]!.owner);
+        stale.push(i);
+      }
+    }
+    if (stale.length > 0) {
+      const again = await this.applyAs(script, stale.map((i) => ops[i]!));
+      stale.forEach((i, k) => { results[i] = again[k]!; });
+    }
+    return results;
+  }
+
+  /** Watch lists this sidecar may hold in this shard (for tests). */
+  get storedWatchLists(): number {
+    return this.watchLists.size;
+  }
+
+  async watchListsWith(tube: string, owners: readonly string[]): Promise<number> {
+    if (owners.length === 0) return 0;
+    const p = this.redis.pipeline();
+    for (const owner of owners) p.sismember(this.keys.watchList(owner), tube);
+    return ((await pipelined(p)) as number[]).reduce((a, b) => a + b, 0);
   }
 
   async totals(): Promise<JobTotals> {
@@ -258,7 +293,7 @@ export class RedisJobStore implements JobStore {
   }
 
   async forgetNode(node: string): Promise<void> {
-    await this.call('forgetNode', [...this.keys.globals, this.keys.node(node)], [node]);
+    await this.call('forgetNode', [...this.keys.globals, this.keys.node(node), this.keys.watchLists(node)], [node]);
   }
 
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
