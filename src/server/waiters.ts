@@ -163,6 +163,8 @@ export class Waiters implements ReadyListener {
   /** Wide waiters, first come first. */
   private readonly wide = new Set<Waiter>();
   private readonly bySession = new Map<Session, Waiter>();
+  /** When each connection's last wait ended (a reserve pipelined behind it starts its time then). */
+  private readonly waitEnded = new WeakMap<Session, number>();
   /** Each connection's watch list as last waited with. */
   private readonly watches = new Map<Session, SessionWatch>();
   private seq = 0;
@@ -192,8 +194,12 @@ export class Waiters implements ReadyListener {
       else if (soonest !== Infinity) this.at(w, soonest - SAFETY_MARGIN_MS - now, 'deadline');
       // A client that half-closed cannot wait: one look, then TIMED_OUT (beanstalkd answers each such reserve).
       if (timeoutSec === 0 || session.halfClosed) w.outcome = w.outcome ?? 'timeout';
-      // Counted from when the command arrived: it may have waited for the store (a start) or for earlier commands.
-      else if (timeoutSec !== null) this.at(w, timeoutSec * 1000 - Math.max(0, now - session.arrivedAt), 'timeout');
+      // Counted from when the command arrived (it may have waited for the store to start), but not
+      // before the connection's previous wait ended: beanstalkd reads the next command only then.
+      else if (timeoutSec !== null) {
+        const from = Math.max(session.arrivedAt, this.waitEnded.get(session) ?? 0);
+        this.at(w, timeoutSec * 1000 - Math.max(0, now - from), 'timeout');
+      }
       this.bySession.set(session, w);
       if (view.wide) this.wide.add(w);
       else {
@@ -512,6 +518,7 @@ export class Waiters implements ReadyListener {
   }
 
   private finish(w: Waiter): void {
+    this.waitEnded.set(w.session, Date.now());
     w.state = State.Done;
     this.remove(w);
     w.resolve();
