@@ -8,7 +8,7 @@ import type { JobStore, ReadyListener, ShardMap } from '../job-store.js';
 import { Layout } from '../layout.js';
 import type { RoomSettings } from '../room-store.js';
 import { ShardedJobStore } from '../sharded.js';
-import { commandLinkOptions, connectRedis, mapped, reconnectDelay, type RedisClient } from './connect.js';
+import { commandLinkOptions, connectRedis, LOADING_POLL_MS, mapped, reconnectDelay, type RedisClient } from './connect.js';
 import { RedisJobStore } from './job-store.js';
 import { RedisRoomStore } from './room-store.js';
 import { bindScripts } from './scripts.js';
@@ -61,7 +61,7 @@ export class RedisBackend implements Backend {
     this.redis = connectRedis(options.url, commandLinkOptions(callMs));
     this.redis.on('error', (err) => log.warn({ err }, 'redis error'));
     this.sharded = this.redis instanceof Cluster;
-    this.subscriber = connectRedis(options.url, { lazyConnect: true, retryStrategy: reconnectDelay }, { shardedSubscribers: this.sharded });
+    this.subscriber = connectRedis(options.url, { lazyConnect: true, retryStrategy: reconnectDelay, maxLoadingRetryTime: LOADING_POLL_MS }, { shardedSubscribers: this.sharded });
     this.subscriber.on('error', (err) => log.warn({ err }, 'redis subscriber error'));
     const scripts = bindScripts(this.redis, { shardedPubSub: this.sharded });
     this.shards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.redis, scripts.jobs, layout.keys(i), options.minReplicas));

@@ -79,10 +79,19 @@ export function connectRedis(url: string, options: RedisOptions, clusterOptions:
   });
 }
 
+/**
+ * While Redis loads its data set, the client asks again this often whether it
+ * is done (ioredis waits min(Redis' loading ETA, maxLoadingRetryTime), 10 s by
+ * default: an ETA misjudged by a data set of uneven keys kept a sidecar
+ * unready for seconds after Redis had loaded).
+ */
+export const LOADING_POLL_MS = 100;
+
 /** Options of the command link: fail fast rather than queue, so a dead Redis answers INTERNAL_ERROR quickly. */
 export function commandLinkOptions(timeoutMs: number): RedisOptions {
   return {
     lazyConnect: true,
+    maxLoadingRetryTime: LOADING_POLL_MS,
     // Job commands are batched by src/store/batcher.ts; auto-pipelining would only wrap each call in a pipeline.
     enableAutoPipelining: false,
     maxRetriesPerRequest: 0,
