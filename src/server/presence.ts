@@ -10,13 +10,14 @@ import type { Counters } from './counters.js';
 
 /** Coalesces counter changes into at most one snapshot write per interval. */
 const SNAPSHOT_INTERVAL_MS = 20;
-/** A sidecar counts as dead after this many missed beats; every this many beats, the dead are reaped. */
+/** A sidecar counts as dead after this many missed beats (its lease); the dead are looked for at every beat. */
 const BEATS_PER_LEASE = 5;
 
 export class Presence {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private snapshotTimer: NodeJS.Timeout | null = null;
-  private beats = 0;
+  /** A reaping pass is running (the next beat starts none; one that failed is tried again at the next). */
+  private reaping = false;
   private stopped = false;
   /** The first beat took the lease; a later beat that has to take it again means it lapsed. */
   private registered = false;
@@ -128,7 +129,10 @@ export class Presence {
     if (this.stopped) return;
     this.heartbeatTimer = setTimeout(() => {
       this.background.track(this.beat(), 'heartbeat');
-      if (++this.beats % BEATS_PER_LEASE === 0) this.background.track(this.reapDeadSidecars(), 'reaping');
+      if (!this.reaping) {
+        this.reaping = true;
+        this.background.track(this.reapDeadSidecars().finally(() => { this.reaping = false; }), 'reaping');
+      }
       this.scheduleHeartbeat();
     }, this.heartbeatMs);
   }
