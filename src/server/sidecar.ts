@@ -12,6 +12,7 @@ import { Dispatcher, unhandledCommands } from '../commands/dispatch.js';
 import type { Services } from '../commands/session.js';
 import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
+import { isOutcomeUnknown } from '../store/errors.js';
 import { Batcher, type ApplyBatch } from '../store/batcher.js';
 import { OpCode, type AnyJobOp, type ReservedJob } from '../store/ops.js';
 import { shardOfOp } from '../store/sharded.js';
@@ -45,6 +46,10 @@ function authDigest(config: SidecarConfig): Buffer | null {
   }
   return token ? tokenDigest(token) : null;
 }
+
+/** A hand-back the store refused (its link up) is tried again after this, doubling up to the max. */
+const REFUSED_PAUSE_MS = 100;
+const MAX_REFUSED_PAUSE_MS = 2000;
 
 /** Polls cond every 5 ms until it holds or the deadline (ms since epoch) passes. */
 async function until(cond: () => boolean, deadline: number): Promise<void> {
@@ -96,12 +101,16 @@ export class Sidecar implements ConnectionHost {
   private readonly companions: Array<() => Promise<void>> = [];
   private draining = false;
   private stopping = false;
+  /** Settles when the sidecar starts to stop (ends waits for the store). */
+  private readonly stopped: Promise<void>;
+  private stop!: () => void;
   /** The listening address: host:port, or unix:PATH. */
   address = '';
   port = 0;
 
   constructor(private readonly config: SidecarConfig, private readonly backend: Backend, readonly log: Logger, instruments: Instruments[] = []) {
     const { jobs, rooms } = backend;
+    this.stopped = new Promise((resolve) => { this.stop = resolve; });
     this.instruments = allOf(log.isLevelEnabled('trace') ? [...instruments, traceLog(log)] : instruments);
     this.background = new Background(log);
     const timing = this.instruments;
@@ -235,20 +244,31 @@ export class Sidecar implements ConnectionHost {
   }
 
   /**
-   * Reservations go back as soon as the store answers: tried again, with a
-   * growing pause, while it is down or stalled (until this sidecar stops; then
-   * the TTR hands them back).
+   * Reservations go back as soon as the store answers (until this sidecar
+   * stops; its leaving hands back what is left): an attempt that timed out is
+   * tried again at once (it queues behind what the stalled store has yet to
+   * run); one the store's link refused, once the link is up again; one the
+   * store refused, after a growing pause.
    */
   private untilStored(release: () => Promise<number>, owner: string, done: string): void {
     const attempt = async (): Promise<void> => {
-      for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+      for (let pause = REFUSED_PAUSE_MS; ;) {
+        const sent = performance.now();
         try {
           const n = await release();
           if (n > 0) this.log.debug({ owner, jobs: n }, done);
           return;
         } catch (err) {
           if (this.stopping) throw err;
-          await new Promise((r) => setTimeout(r, delay));
+          // (Quickly unknown, as when the link broke: no spinning.)
+          if (isOutcomeUnknown(err) && performance.now() - sent >= REFUSED_PAUSE_MS) continue;
+          const link = this.backend.linkWait();
+          if (link) {
+            await Promise.race([link, this.stopped]);
+          } else {
+            await new Promise((r) => setTimeout(r, pause));
+            pause = Math.min(pause * 2, MAX_REFUSED_PAUSE_MS);
+          }
         }
       }
     };
@@ -294,6 +314,7 @@ export class Sidecar implements ConnectionHost {
   async close(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.stop();
     const deadline = Date.now() + this.config.shutdownGraceMs;
     const stoppedListening = this.listener?.close() ?? Promise.resolve();
     for (const c of this.connections) {

@@ -12,6 +12,8 @@ export interface Backend {
   readonly rooms: RoomStore;
   /** Connects and starts delivering wake-ups to the listener. */
   open(listener: ReadyListener): Promise<void>;
+  /** null when the store's link is up now, else what settles once it is (again). */
+  linkWait(): Promise<void> | null;
   /** null when the store answers now (within timeoutMs), else why not. */
   health(timeoutMs: number): Promise<string | null>;
   close(): Promise<void>;

@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
 import { startRedstalk, uniquePrefix } from '../helpers/redstalk.js';
-import { Wire } from '../helpers/wire.js';
+import { Wire, yamlMap } from '../helpers/wire.js';
 import { FaultRedis } from './processes.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -88,3 +88,24 @@ it('finding 4: after Redis restarts on its AOF, the first put is acknowledged wi
   console.log(`finding 4: first put acknowledged ${late} ms after Redis loaded`);
   expect(late, `first put acknowledged ${late} ms after Redis loaded (replies: ${JSON.stringify([...replies])})`).toBeLessThan(1000);
 }, 90_000);
+
+it('finding 5: a hand-back that waited for Redis goes as soon as Redis answers, before the first put acknowledged after it is back', async () => {
+  const redis = await FaultRedis.start();
+  cleanup.push(() => redis.stop());
+  const A = await startRedstalk({ redisUrl: redis.url, prefix: uniquePrefix() });
+  cleanup.push(() => A.stop());
+  const [a, b] = [await dial(A.port), await dial(A.port)];
+  const id = (await a.cmd('put 0 0 600 1\r\nj')).split(' ')[1]!;
+  expect(await a.cmd('reserve')).toBe(`RESERVED ${id} 1\nj`);
+  await redis.kill9();
+  a.close(); // its reservation cannot go back now: Redis is down
+  await sleep(4000); // long enough for a growing pause between tries to reach 2 s
+  await redis.launch(); // the same port and folder: the AOF has the job, reserved by a
+  let reply = '';
+  while (!reply.startsWith('INSERTED')) {
+    reply = await b.cmd('put 0 0 60 1\r\nk', 10_000);
+    if (!reply.startsWith('INSERTED')) await sleep(20);
+  }
+  // The hand-back went on the link before anything sent after it came back up.
+  expect(yamlMap(await b.cmd(`stats-job ${id}`)).state).toBe('ready');
+}, 60_000);

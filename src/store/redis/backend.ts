@@ -131,6 +131,18 @@ export class RedisBackend implements Backend {
     }
   }
 
+  /** One wait for the command link's next 'ready', however many wait. */
+  private readyWait: Promise<void> | null = null;
+
+  linkWait(): Promise<void> | null {
+    if (this.redis.status === 'ready') return null;
+    this.readyWait ??= new Promise<void>((resolve) => this.redis.once('ready', () => {
+      this.readyWait = null;
+      resolve();
+    }));
+    return this.readyWait;
+  }
+
   async health(timeoutMs: number): Promise<string | null> {
     if (this.redis.status !== 'ready') return `redis: command link ${this.redis.status}`;
     if (this.subscriber.status !== 'ready') return `redis: wake-up link ${this.subscriber.status}`;
