@@ -84,8 +84,16 @@ export class Presence {
     for (const t of [this.heartbeatTimer, this.snapshotTimer]) if (t) clearTimeout(t);
   }
 
-  /** Leaves the shared server cleanly: drops every reference and the lease. */
+  /**
+   * Leaves the shared server cleanly (its connections all closed): hands back
+   * every reservation still held by one of them (what a reserve of unknown
+   * outcome took included), drops every reference and the lease.
+   */
   async leave(): Promise<void> {
+    // The lease lapses now: should this not get to the end, the others reap what is left at their next beat.
+    await this.jobs.heartbeat(this.nodeId, 0, []);
+    const released = await this.jobs.releaseHeldBy(`${this.nodeId}:`);
+    if (released > 0) this.log.info({ jobs: released }, 'handed back the reservations of the closed connections');
     for (const t of this.counters.tubes.keys()) await this.jobs.refTube(t, this.nodeId, 'drop');
     await this.jobs.refTube('default', this.nodeId, 'drop');
     await this.jobs.forgetNode(this.nodeId);

@@ -244,37 +244,45 @@ export class Sidecar implements ConnectionHost {
   }
 
   /**
-   * Reservations go back as soon as the store answers (until this sidecar
-   * stops; its leaving hands back what is left): an attempt that timed out is
-   * tried again at once (it queues behind what the stalled store has yet to
-   * run); one the store's link refused, once the link is up again; one the
-   * store refused, after a growing pause.
+   * Reservations go back as soon as the store answers. A stopping sidecar
+   * hands back nothing here: its sockets may still be open (replies not yet
+   * read), and a client must not see its job handed to another before its
+   * connection closes; leaving (close) hands back everything it held once
+   * every socket is closed.
    */
   private untilStored(release: () => Promise<number>, owner: string, done: string): void {
-    const attempt = async (): Promise<void> => {
-      for (let pause = REFUSED_PAUSE_MS; ;) {
-        const sent = performance.now();
-        try {
-          const n = await release();
-          if (n > 0) this.log.debug({ owner, jobs: n }, done);
-          return;
-        } catch (err) {
-          if (this.stopping) throw err;
-          // (Quickly unknown, as when the link broke: no spinning.)
-          if (isOutcomeUnknown(err) && performance.now() - sent >= REFUSED_PAUSE_MS) continue;
-          const link = this.backend.linkWait();
-          if (link) {
-            await Promise.race([link, this.stopped]);
-          } else {
-            await new Promise((r) => setTimeout(r, pause));
-            pause = Math.min(pause * 2, MAX_REFUSED_PAUSE_MS);
-          }
-        }
-      }
-    };
-    this.background.track(attempt(), 'give back jobs');
+    if (this.stopping) return;
+    this.background.track(this.persist(release, this.stopped).then((n) => {
+      if (n > 0) this.log.debug({ owner, jobs: n }, done);
+    }), 'give back jobs');
   }
 
+  /**
+   * Runs a store call until the store takes it, or `until` has settled (then
+   * the last error). An attempt that timed out is tried again at once (it
+   * queues behind what a stalled store has yet to run); one the store's link
+   * refused, once the link is up again; one the store refused, after a
+   * growing pause.
+   */
+  private async persist<T>(call: () => Promise<T>, until: Promise<void>): Promise<T> {
+    let over = false;
+    void until.then(() => { over = true; });
+    for (let pause = REFUSED_PAUSE_MS; ;) {
+      const sent = performance.now();
+      try {
+        return await call();
+      } catch (err) {
+        if (over) throw err;
+        // (Quickly unknown, as when the link broke: no spinning.)
+        if (isOutcomeUnknown(err) && performance.now() - sent >= REFUSED_PAUSE_MS) continue;
+        const link = this.backend.linkWait();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([link ?? new Promise((r) => { timer = setTimeout(r, pause); }), until]);
+        clearTimeout(timer);
+        if (!link) pause = Math.min(pause * 2, MAX_REFUSED_PAUSE_MS);
+      }
+    }
+  }
 
   // ---- lifetime ----
 
@@ -307,9 +315,10 @@ export class Sidecar implements ConnectionHost {
 
   /**
    * Stops accepting and reading; answers what is in flight; closes every
-   * connection (their reservations go back to ready), without waiting for
-   * clients to close their side; leaves Redis clean. Commands in flight and
-   * replies not yet written get shutdownGraceMs at most.
+   * connection, without waiting for clients to close their side; once every
+   * socket is closed, hands back their reservations and leaves Redis clean.
+   * Commands in flight and replies not yet written get shutdownGraceMs at
+   * most; so does leaving, once the store answers (tried again until then).
    */
   async close(): Promise<void> {
     if (this.stopping) return;
@@ -330,10 +339,15 @@ export class Sidecar implements ConnectionHost {
     await until(() => [...this.sockets].every((socket) => socket.writableLength === 0), deadline);
     for (const socket of this.sockets) socket.destroy();
     await this.background.idle();
+    // Every socket is closed now: what its connection held may go to others.
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<void>((r) => { timer = setTimeout(r, Math.max(0, deadline - Date.now())); });
     try {
-      await this.presence.leave();
+      await this.persist(() => this.presence.leave(), graceOver);
     } catch (err) {
-      this.log.warn({ err }, 'could not clean up in Redis');
+      this.log.warn({ err }, 'could not hand back the reservations and leave in Redis (the other sidecars reap them once the lease lapses)');
+    } finally {
+      clearTimeout(timer);
     }
     await stoppedListening;
     for (const close of this.companions) await close();

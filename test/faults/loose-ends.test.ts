@@ -4,8 +4,9 @@
 // order; a bound in ms only where the promise itself is a time.
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { afterEach, expect, it } from 'vitest';
-import { startRedstalk, uniquePrefix } from '../helpers/redstalk.js';
+import { startInside, startRedstalk, uniquePrefix } from '../helpers/redstalk.js';
 import { Wire, yamlMap } from '../helpers/wire.js';
 import { FaultRedis } from './processes.js';
 
@@ -108,4 +109,47 @@ it('finding 5: a hand-back that waited for Redis goes as soon as Redis answers, 
   }
   // The hand-back went on the link before anything sent after it came back up.
   expect(yamlMap(await b.cmd(`stats-job ${id}`)).state).toBe('ready');
+}, 60_000);
+
+/** The kernel's view of the loopback TCP socket from localPort to remotePort: its state ('gone' when there is none) and queued bytes. */
+function tcpSocket(localPort: number, remotePort: number): { state: string; queued: number } {
+  const states = ['', 'ESTABLISHED', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'TIME_WAIT', 'CLOSE', 'CLOSE_WAIT', 'LAST_ACK', 'LISTEN', 'CLOSING'];
+  const hex = (port: number) => port.toString(16).toUpperCase().padStart(4, '0');
+  for (const line of readFileSync('/proc/net/tcp', 'latin1').split('\n').slice(1)) {
+    const [, local, remote, st, queues] = line.trim().split(/\s+/);
+    if (!local?.endsWith(`:${hex(localPort)}`) || !remote?.endsWith(`:${hex(remotePort)}`)) continue;
+    const [tx, rx] = queues!.split(':').map((q) => parseInt(q, 16));
+    return { state: states[parseInt(st!, 16)] ?? st!, queued: tx! + rx! };
+  }
+  return { state: 'gone', queued: 0 };
+}
+
+it('finding 2: a stopping sidecar hands a connection\'s job back only once it has closed that connection\'s socket, also for a client too slow to read', async () => {
+  const prefix = uniquePrefix();
+  const redis = await FaultRedis.start();
+  cleanup.push(() => redis.stop());
+  const A = await startInside({ redisUrl: redis.url, prefix, maxJobSize: 1 << 20, shutdownGraceMs: 3000 });
+  cleanup.push(() => A.stop());
+  const B = await startRedstalk({ redisUrl: redis.url, prefix });
+  cleanup.push(() => B.stop());
+  const a = await dial(A.port);
+  const body = 'j'.repeat(1 << 20);
+  const id = (await a.cmd(`put 0 0 600 ${body.length}\r\n${body}`)).split(' ')[1]!;
+  expect((await a.reply((a.send('reserve\r\n'), 5000))).line).toBe(`RESERVED ${id} ${body.length}`);
+  // The worker stops reading; replies pile up in A (more than the socket buffers hold).
+  a.socket.pause();
+  a.send(`peek ${id}\r\n`.repeat(100));
+  // Until A stops answering: the bytes in both sockets' buffers stay the same (A holds the rest).
+  const buffered = () => tcpSocket(A.port, a.socket.localPort!).queued + tcpSocket(a.socket.localPort!, A.port).queued;
+  for (let last = -1, now = buffered(); now !== last || now === 0; last = now, now = buffered()) await sleep(300);
+  const w = await dial(B.port);
+  w.send('reserve-with-timeout 20\r\n');
+  expect(await w.silent(100)).toBe(true);
+  const stopped = A.stop(); // SIGTERM
+  const got = await w.line(15_000);
+  // Checked as soon as B's worker has the job: A's end of a's connection must already be closed.
+  const aSide = tcpSocket(A.port, a.socket.localPort!).state;
+  await stopped;
+  expect(got).toBe(`RESERVED ${id} ${body.length}`);
+  expect(aSide, 'A\'s socket of the worker that held the job, when another worker got it').not.toBe('ESTABLISHED');
 }, 60_000);
