@@ -45,6 +45,8 @@ export interface ConnectionHost {
   /** The client shut its writing side: a blocked reserve ends with TIMED_OUT (beanstalkd). */
   halfClosed(c: Connection): void;
   closed(c: Connection): void;
+  /** A store call of c's ended after c closed: it holds these jobs, or (null: outcome unknown) maybe some. */
+  strayed(c: Connection, jobs: readonly ReservedJob[] | null): void;
 }
 
 export class Connection implements Session, BodyFraming {
@@ -159,6 +161,7 @@ export class Connection implements Session, BodyFraming {
 
   fail(err: unknown): void {
     if (isOutcomeUnknown(err)) {
+      if (this.closed) { this.host.strayed(this, null); return; }
       // Whether the command took effect cannot be known: no reply may claim
       // either. Closing says "unknown", which every client handles (after the
       // replies before it); what this connection may hold is then found and
@@ -419,11 +422,13 @@ export class Connection implements Session, BodyFraming {
   }
 
   deliver(job: ReservedJob): void {
+    if (this.closed) { this.host.strayed(this, [job]); return; }
     this.hold(job);
     this.answer(jobReply('RESERVED', job.id, job.body));
   }
 
   deliverMany(jobs: readonly ReservedJob[]): void {
+    if (this.closed) { this.host.strayed(this, jobs); return; }
     const reply = [line(`RESERVED-MANY ${jobs.length}`)];
     for (const job of jobs) {
       this.hold(job);

@@ -130,6 +130,7 @@ export class Sidecar implements ConnectionHost {
         this.presence.statsChanged();
       },
       giveBack: (owner, jobs) => this.giveBack(owner, jobs),
+      giveBackAll: (owner) => this.giveBackAll(owner),
     });
     this.stats = new StatsCollector({
       jobs, rooms, counters: this.counters, presence: this.presence, startedAt: Date.now(),
@@ -228,6 +229,11 @@ export class Sidecar implements ConnectionHost {
     }
     this.presence.reference(c.used, 'using', -1);
     for (const t of c.watched) this.presence.reference(t, 'watching', -1);
+  }
+
+  strayed(c: Connection, jobs: readonly ReservedJob[] | null): void {
+    if (jobs) this.giveBack(c.owner, jobs);
+    else this.giveBackAll(c.owner);
   }
 
   /**

@@ -121,6 +121,8 @@ export interface WaitersHost {
   waitingChanged(owner: string, tubes: readonly string[], wide: ReadonlySet<string> | null, delta: 1 | -1): void;
   /** Jobs reserved for a connection that is already gone go back at once. */
   giveBack(owner: string, jobs: readonly ReservedJob[]): void;
+  /** A connection that is already gone may hold jobs (an attempt of unknown outcome): all it holds goes back. */
+  giveBackAll(owner: string): void;
 }
 
 /** The longest delay one Node timer holds (about 24.8 days). */
@@ -432,7 +434,10 @@ export class Waiters implements ReadyListener {
     const gone = w.state === State.Done;
     if (!gone) w.state = State.Idle;
     if (err) {
-      if (gone) return;
+      if (gone) {
+        if (isOutcomeUnknown(err)) this.host.giveBackAll(w.session.owner);
+        return;
+      }
       if (isOutcomeUnknown(err)) {
         // A job may have been reserved for it: the session closes, and what it holds is handed back.
         w.session.fail(err);

@@ -153,3 +153,34 @@ it('finding 2: a stopping sidecar hands a connection\'s job back only once it ha
   expect(got).toBe(`RESERVED ${id} ${body.length}`);
   expect(aSide, 'A\'s socket of the worker that held the job, when another worker got it').not.toBe('ESTABLISHED');
 }, 60_000);
+
+it.each(['RST', 'FIN', 'SIGTERM'] as const)('finding 3: a reserve in flight when Redis stalls past --redis-timeout-ms, its connection then gone (%s): the job is back within 1 s of Redis resuming', async (how) => {
+  const prefix = uniquePrefix();
+  const redis = await FaultRedis.start();
+  cleanup.push(() => redis.stop());
+  const A = await startInside({ redisUrl: redis.url, prefix, redisTimeoutMs: 300, shutdownGraceMs: 5000 });
+  cleanup.push(() => A.stop());
+  const B = await startRedstalk({ redisUrl: redis.url, prefix });
+  cleanup.push(() => B.stop());
+  const [a, w] = [await dial(A.port), await dial(B.port)];
+  // A fresh Redis runs a script first sent by its sha (NOSCRIPT) only once its source follows: have the reserve's loaded.
+  expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
+  const id = (await (await dial(A.port)).cmd('put 0 0 600 1\r\nj')).split(' ')[1]!;
+  redis.pause();
+  cleanup.push(() => redis.resume());
+  a.send('reserve\r\n');
+  await expect.poll(() => A.sidecar.batchers.some((b) => b.pending > 0), { interval: 5 }).toBe(true); // sent, unanswered
+  const stopping = how === 'SIGTERM' ? A.stop() : null;
+  if (how === 'RST') a.socket.resetAndDestroy();
+  if (how === 'FIN') a.socket.end();
+  await sleep(700); // the reserve's call times out (outcome unknown); Redis will run it when it resumes
+  redis.resume();
+  const resumed = performance.now();
+  const got = await w.cmd('reserve-with-timeout 2', 5000);
+  const stats = yamlMap(await w.cmd(`stats-job ${id}`));
+  const back = Math.round(performance.now() - resumed);
+  await stopping;
+  expect(got, 'the job reserved by the stalled reserve, handed back').toBe(`RESERVED ${id} 1\nj`);
+  expect(stats.reserves, 'the drill did what it means to: the stalled reserve ran when Redis resumed').toBe('2');
+  expect(back, `back ${back} ms after Redis resumed`).toBeLessThan(1000);
+}, 60_000);

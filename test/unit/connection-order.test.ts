@@ -25,7 +25,7 @@ async function connect(): Promise<Harness> {
   const host: ConnectionHost = {
     dispatcher: new Dispatcher(services), log: pino({ level: 'silent' }), authRequired: false, instruments: null,
     submit: (op) => ops.push(op), dueIn: () => {}, becameProducer: () => {}, becameWorker: () => {},
-    halfClosed: () => {}, closed: () => { h.closed = true; },
+    halfClosed: () => {}, closed: () => { h.closed = true; }, strayed: () => {},
   };
   const server = net.createServer();
   const accepted = new Promise<Connection>((resolve) => server.once('connection', (socket) => resolve(new Connection(1, 'n', socket, host))));

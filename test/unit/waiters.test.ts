@@ -24,7 +24,7 @@ function fakeSession() {
 describe('waiters with a store that refuses attempts', () => {
   it('keep a blocked reserve waiting through failed attempts, and serve it once the store answers', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf: () => 0 });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf: () => 0 });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, null);
     const fail = (op: AnyJobOp) => op.done(op, undefined, new StoreError('failed', "Stream isn't writeable"));
@@ -43,7 +43,7 @@ describe('waiters with a store that refuses attempts', () => {
 
   it('end a reserve-with-timeout with TIMED_OUT when its time is up while the store refuses', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf: () => 0 });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf: () => 0 });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, 0);
     const op = ops.shift()!;
@@ -54,7 +54,7 @@ describe('waiters with a store that refuses attempts', () => {
 
   it('fail the session (which closes it) when an attempt\'s outcome is unknown: a job may have been reserved for it', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf: () => 0 });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf: () => 0 });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, null);
     const op = ops.shift()!;
