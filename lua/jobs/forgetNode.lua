@@ -2,11 +2,16 @@
 --[[
   Removes a sidecar from the live set (clean shutdown, or reaping one whose
   heartbeat expired, after its tube references were dropped with refTube),
-  and the watch lists its connections stored in this shard (batch.lua 's').
+  and the watch lists its connections stored in this shard (batch.lua 's'),
+  unless its lease is live: one that renewed it after the reaper found it
+  dead stays (a leaving sidecar ends its lease first).
   KEYS  9 globals, then [10] that sidecar's stats hash, [11] the index of its watch lists
   ARGV  [1] sidecar id
+  Returns 1 when it was removed, else 0.
 ]]
 --- @include "jobs"
+local expiry = redis.call('ZSCORE', K_NODES, ARGV[1])
+if expiry and tonumber(expiry) > now_ms() then return 0 end
 redis.call('ZREM', K_NODES, ARGV[1])
 redis.call('DEL', KEYS[10])
 local owners = redis.call('SMEMBERS', KEYS[11])

@@ -7,12 +7,16 @@
   ARGV  [1] sidecar id  [2] ttl ms  [3..] field, value pairs: the whole
         snapshot; or '+' and then only the fields that changed, a field
         whose value is '' removed (src/server/counters.ts)
-  Returns 1 when the sidecar was not in the live set (first beat, or its
-  lease lapsed and it may have been reaped: it must re-register its tube
-  references, and send its whole snapshot), else 0.
+  Returns 1 when the sidecar held no lease (first beat) or its lease had
+  lapsed (it may have been reaped: it must re-register its tube references,
+  and send its whole snapshot), else 0. A ttl of 0 ends the lease now (a
+  sidecar leaving).
 ]]
 --- @include "jobs"
-local added = redis.call('ZADD', K_NODES, now_ms() + tonumber(ARGV[2]), ARGV[1])
+local now = now_ms()
+local expiry = redis.call('ZSCORE', K_NODES, ARGV[1])
+redis.call('ZADD', K_NODES, now + tonumber(ARGV[2]), ARGV[1])
+local added = (not expiry or tonumber(expiry) <= now) and 1 or 0
 local from = 3
 if ARGV[3] == '+' then from = 4 else redis.call('DEL', KEYS[10]) end
 local set, gone = {}, {}

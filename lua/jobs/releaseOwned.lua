@@ -3,7 +3,9 @@
   A connection closed (or quit): every job it still holds goes back to ready
   at once, counting no timeout and no release (as beanstalkd). Also for all
   the connections of a sidecar that died: `owner` is then "<node>:", and
-  every job whose holder starts with it goes back.
+  every job whose holder starts with it goes back, unless that sidecar's
+  lease is live (it renewed its lease after the reaper found it dead, and
+  may have handed out new reservations since).
   KEYS  9 globals, then 5 per tube
   ARGV  [1] events channel  [2] owner, or "<node>:"  [3] tube count n
         [4..3+n] tube names, then 2 per job: id, tube index
@@ -12,6 +14,10 @@
 --- @include "jobs"
 local owner = ARGV[2]
 local whole_node = owner:sub(-1) == ':'
+if whole_node then
+  local expiry = redis.call('ZSCORE', K_NODES, owner:sub(1, -2))
+  if expiry and tonumber(expiry) > now_ms() then return 0 end
+end
 local function held(id)
   if not whole_node then return load_reserved_by(id, owner) end
   local j, body = load_job(id)

@@ -2,6 +2,13 @@
 // snapshot of its counters (so `stats` on any sidecar adds up every live
 // one), its references to tubes (a tube nobody uses, watches or fills is
 // collected), and the reaping of sidecars whose heartbeat stopped.
+//
+// Self-fencing: a lease renewed by a beat sent at t (this process' monotonic
+// clock) lapses in Redis at t + lease at the earliest (Redis stamps it when
+// the beat runs, later), and only then may another sidecar reap it. Unless a
+// later beat has renewed it by t + lease - FENCE_MARGIN_BEATS beats, this
+// sidecar stops first: it closes every connection that holds a reservation
+// or may come to hold one, and serves no reserve until a beat renews it.
 import type { Logger } from 'pino';
 import type { TubeUse } from '../commands/session.js';
 import type { JobStore, NodeSnapshot } from '../store/job-store.js';
@@ -12,6 +19,8 @@ import type { Counters } from './counters.js';
 const SNAPSHOT_INTERVAL_MS = 20;
 /** A sidecar counts as dead after this many missed beats (its lease); the dead are looked for at every beat. */
 const BEATS_PER_LEASE = 5;
+/** How many beats before its lease can lapse a sidecar that has not renewed it stops serving reserves. */
+const FENCE_MARGIN_BEATS = 2;
 
 export class Presence {
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -21,6 +30,14 @@ export class Presence {
   private stopped = false;
   /** The first beat took the lease; a later beat that has to take it again means it lapsed. */
   private registered = false;
+  /** When the latest beat that renewed the lease was sent (performance.now()). */
+  private renewedAt = -Infinity;
+  private fenceTimer: NodeJS.Timeout | null = null;
+  /** The lease is renewed with a margin to spare: reserves may be served. */
+  serving = false;
+  readonly leaseMs: number;
+  /** Stop serving this long before the lease can lapse. */
+  readonly marginMs: number;
 
   constructor(
     readonly nodeId: string,
@@ -35,7 +52,15 @@ export class Presence {
      * connections must not go on as if they still held them.
      */
     private readonly onLeaseLost: () => void,
-  ) {}
+    /**
+     * The lease was not renewed in time and may lapse soon: the connections
+     * that hold or may take a reservation must close before it does.
+     */
+    private readonly onFenced: () => void,
+  ) {
+    this.leaseMs = heartbeatMs * BEATS_PER_LEASE;
+    this.marginMs = heartbeatMs * FENCE_MARGIN_BEATS;
+  }
 
   /** The first beat; `default` is held for the sidecar's whole life. */
   async start(): Promise<void> {
@@ -81,7 +106,7 @@ export class Presence {
   /** No more beats or snapshots (a graceful stop; leave() follows). */
   stop(): void {
     this.stopped = true;
-    for (const t of [this.heartbeatTimer, this.snapshotTimer]) if (t) clearTimeout(t);
+    for (const t of [this.heartbeatTimer, this.snapshotTimer, this.fenceTimer]) if (t) clearTimeout(t);
   }
 
   /**
@@ -100,13 +125,15 @@ export class Presence {
   }
 
   private async beat(): Promise<void> {
+    const sent = performance.now();
     let fresh: boolean;
     try {
-      fresh = await this.jobs.heartbeat(this.nodeId, this.heartbeatMs * BEATS_PER_LEASE, this.counters.snapshot());
+      fresh = await this.jobs.heartbeat(this.nodeId, this.leaseMs, this.counters.snapshot());
     } catch (err) {
       this.counters.republish(); // the snapshot holds only changes: the next one is whole
       throw err;
     }
+    this.renewed(sent);
     if (!fresh) return;
     // Reaped meanwhile, the store may hold only the changes: all of it again.
     this.counters.republish();
@@ -117,6 +144,26 @@ export class Presence {
     }
     this.registered = true;
     await this.registerReferences();
+  }
+
+  /** A beat sent at `sent` renewed the lease: serve until the margin before its lapse. */
+  private renewed(sent: number): void {
+    if (this.stopped || sent <= this.renewedAt) return;
+    this.renewedAt = sent;
+    const fenceIn = sent + this.leaseMs - this.marginMs - performance.now();
+    if (fenceIn <= 0) return; // renewed too late to serve on
+    if (this.fenceTimer) clearTimeout(this.fenceTimer);
+    this.fenceTimer = setTimeout(() => this.fence(), fenceIn);
+    if (!this.serving && this.registered) this.log.info('lease renewed: serving reserves again');
+    this.serving = true;
+  }
+
+  private fence(): void {
+    this.fenceTimer = null;
+    this.serving = false;
+    this.log.warn({ renewedMsAgo: Math.round(performance.now() - this.renewedAt), leaseMs: this.leaseMs },
+      'lease not renewed in time: closing the connections that hold or may take reservations; no reserve until it is');
+    this.onFenced();
   }
 
   /**

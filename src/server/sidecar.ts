@@ -12,7 +12,8 @@ import { Dispatcher, unhandledCommands } from '../commands/dispatch.js';
 import type { Services } from '../commands/session.js';
 import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
-import { isOutcomeUnknown } from '../store/errors.js';
+import { isOutcomeUnknown, StoreError } from '../store/errors.js';
+import type { JobStore } from '../store/job-store.js';
 import { Batcher, type ApplyBatch } from '../store/batcher.js';
 import { OpCode, type AnyJobOp, type ReservedJob } from '../store/ops.js';
 import { shardOfOp } from '../store/sharded.js';
@@ -46,6 +47,9 @@ function authDigest(config: SidecarConfig): Buffer | null {
   }
   return token ? tokenDigest(token) : null;
 }
+
+/** What a reserve gets while this sidecar's lease is not renewed: it took no effect. */
+const NOT_SERVING = new StoreError('failed', 'this sidecar\'s lease is not renewed: no reserve until it is');
 
 /** A hand-back the store refused (its link up) is tried again after this, doubling up to the max. */
 const REFUSED_PAUSE_MS = 100;
@@ -119,7 +123,8 @@ export class Sidecar implements ConnectionHost {
       { maxOps: config.batchOps, maxBytes: config.batchBytes, maxInFlight: config.batchInFlight },
       (err) => log.error({ err }, 'batched command completion failed (bug)'),
     ));
-    this.presence = new Presence(this.nodeId, jobs, this.counters, config.heartbeatMs, this.background, log, () => this.dropConnections());
+    this.presence = new Presence(this.nodeId, jobs, this.counters, config.heartbeatMs, this.background, log,
+      () => this.closeHolders(), () => this.closeHolders());
     this.promoter = new Promoter(jobs, log);
     this.waiters = new Waiters({
       submit: (op) => this.submit(op),
@@ -139,7 +144,7 @@ export class Sidecar implements ConnectionHost {
     const auth = authDigest(config);
     this.authRequired = auth !== null;
     const services: Services = {
-      jobs, rooms, stats: this.stats, maxJobSize: config.maxJobSize,
+      jobs: this.fenced(jobs), rooms, stats: this.stats, maxJobSize: config.maxJobSize,
       authenticates: (token) => auth === null || tokenMatches(auth, token),
       wait: (s, timeout, shape) => this.waiters.wait(s, timeout, shape),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
@@ -189,9 +194,25 @@ export class Sidecar implements ConnectionHost {
     for (const r of early) c.receive(r.data, r.at);
   }
 
+  /** The job store, but a reserve-job takes nothing while the lease is not renewed (see Presence). */
+  private fenced(jobs: JobStore): JobStore {
+    const reserveJob: JobStore['reserveJob'] = (owner, id, tube) => (this.presence.serving ? jobs.reserveJob(owner, id, tube) : Promise.reject(NOT_SERVING));
+    return new Proxy(jobs, {
+      get: (target, name) => {
+        if (name === 'reserveJob') return reserveJob;
+        const v = Reflect.get(target, name) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
   // ---- ConnectionHost ----
 
   submit(op: AnyJobOp): void {
+    if (op.code === OpCode.Reserve && !this.presence.serving) {
+      setImmediate(() => op.done(op, undefined, NOT_SERVING));
+      return;
+    }
     this.batchers[shardOfOp(this.backend.shardMap, op)]!.add(op);
     // A job about to be ready goes to a waiter of this sidecar in the same call.
     if ((op.code === OpCode.Put || op.code === OpCode.Release) && op.delay === 0) this.waiters.readying(op.tube);
@@ -292,9 +313,12 @@ export class Sidecar implements ConnectionHost {
 
   // ---- lifetime ----
 
-  /** Closes every client connection at once (their reservations go back); keeps listening. */
-  private dropConnections(): void {
-    for (const c of [...this.connections]) c.abort();
+  /**
+   * Closes at once every connection that holds a reservation or may come to
+   * (anything of it running: a reserve waiting or in flight); keeps listening.
+   */
+  private closeHolders(): void {
+    for (const c of [...this.connections]) if (c.reserved.size > 0 || c.uncertain || !c.idle) c.abort();
   }
 
   /** Closes `close` once the sidecar has stopped. */

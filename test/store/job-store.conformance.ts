@@ -166,5 +166,20 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
       await store.forgetNode('n2');
       expect((await store.nodes()).dead).toEqual([]);
     });
+
+    it('reaps only a lapsed lease: a sidecar that renewed its own keeps it and its reservations, and a renewal after a lapse says so', async () => {
+      await store.heartbeat('n3', 60_000, []);
+      await put('t');
+      expect(await reserve('n3:1', 't')).toMatchObject({ id: '1' });
+      // A reaper that found n3 dead a moment ago, after n3 renewed: nothing of n3's goes.
+      expect(await store.releaseHeldBy('n3:')).toBe(0);
+      await store.forgetNode('n3');
+      expect((await store.nodes()).live).toContain('n3');
+      expect((await store.jobInfo('1'))?.state).toBe('reserved');
+      // Lapsed (a ttl of 0 ends it now, as a leaving sidecar does): reaped, and a renewal says it had lapsed.
+      await store.heartbeat('n3', 0, []);
+      expect(await store.releaseHeldBy('n3:')).toBe(1);
+      expect(await store.heartbeat('n3', 60_000, [])).toBe(true);
+    });
   });
 }

@@ -1,5 +1,6 @@
 // A sidecar's presence (src/server/presence.ts) over a fake store and fake
-// timers: when it looks for dead sidecars.
+// timers: when it looks for dead sidecars, and when it stops serving for want
+// of a renewed lease.
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Background } from '../../src/server/background.js';
@@ -11,11 +12,14 @@ import { StoreError } from '../../src/store/errors.js';
 const BEAT_MS = 100;
 
 /** A store whose registry lists `dead` as dead from the given beat on; nodes() fails at the beats in `failAt`. */
-function fakeStore(deadFromBeat: number, failAt: number[] = []) {
+function fakeStore(deadFromBeat: number, failAt: number[] = [], beatsFailAt: (beat: number) => boolean = () => false) {
   let looks = 0;
   const reaped: Array<{ at: number; owner: string }> = [];
   const store = {
-    heartbeat: async () => false,
+    heartbeat: async () => {
+      if (beatsFailAt(Math.round(Date.now() / BEAT_MS))) throw new StoreError('failed', "Stream isn't writeable");
+      return false;
+    },
     refTube: async () => {},
     forgetNode: async () => {},
     nodeSnapshots: async () => [],
@@ -33,9 +37,9 @@ function fakeStore(deadFromBeat: number, failAt: number[] = []) {
   return { store, reaped, looks: () => looks };
 }
 
-function presence(store: JobStore): Presence {
+function presence(store: JobStore, onFenced: () => void = () => {}): Presence {
   const log = pino({ level: 'silent' });
-  return new Presence('me', store, new Counters(), BEAT_MS, new Background(log), log, () => {});
+  return new Presence('me', store, new Counters(), BEAT_MS, new Background(log), log, () => {}, onFenced);
 }
 
 describe('presence: reaping dead sidecars', () => {
@@ -59,5 +63,26 @@ describe('presence: reaping dead sidecars', () => {
     p.stop();
     expect(looks()).toBe(4);
     expect(reaped).toEqual([{ at: 4, owner: 'gone:' }]);
+  });
+});
+
+describe('presence: self-fencing', () => {
+  beforeEach(() => { vi.useFakeTimers({ now: 0 }); });
+  afterEach(() => { vi.useRealTimers(); });
+
+  it('stops serving 2 beats before its lease (5 beats) can lapse, and serves again once a beat renews it', async () => {
+    const fenced: number[] = [];
+    const { store } = fakeStore(Infinity, [], (beat) => beat >= 2 && beat <= 6);
+    const p = presence(store, () => fenced.push(Date.now()));
+    await p.start(); // renewed by the beat sent at 0
+    expect(p.serving).toBe(true);
+    await vi.advanceTimersByTimeAsync(BEAT_MS); // renewed at 100
+    await vi.advanceTimersByTimeAsync(3 * BEAT_MS - 1);
+    expect([p.serving, fenced]).toEqual([true, []]);
+    await vi.advanceTimersByTimeAsync(1); // 100 + 500 - 200
+    expect([p.serving, fenced]).toEqual([false, [400]]);
+    await vi.advanceTimersByTimeAsync(3 * BEAT_MS); // beats at 500, 600 fail; 700 renews
+    p.stop();
+    expect([p.serving, fenced]).toEqual([true, [400]]);
   });
 });
