@@ -179,6 +179,7 @@ it.each(['RST', 'FIN', 'SIGTERM'] as const)('finding 3: a reserve in flight when
   const got = await w.cmd('reserve-with-timeout 2', 5000);
   const stats = yamlMap(await w.cmd(`stats-job ${id}`));
   const back = Math.round(performance.now() - resumed);
+  console.log(`finding 3 (${how}): the job back and reserved ${back} ms after Redis resumed`);
   await stopping;
   expect(got, 'the job reserved by the stalled reserve, handed back').toBe(`RESERVED ${id} 1\nj`);
   expect(stats.reserves, 'the drill did what it means to: the stalled reserve ran when Redis resumed').toBe('2');

@@ -121,6 +121,7 @@ describe('two sidecars on one Redis', () => {
     // The killed sidecar's lease is 5 s (5 beats of 1 s); B looks for dead sidecars at every beat (200 ms).
     expect(await b.cmd('reserve-with-timeout 10', 12_000)).toBe('RESERVED 1 1\nx');
     const back = Date.now() - t0;
+    console.log(`a killed sidecar's job reserved on B ${back} ms after the kill (lease 5 s, B's beat 200 ms)`);
     expect(back, `back ${back} ms after the kill: within the lease (5 s) + 1 s`).toBeLessThan(6_000);
     expect(yamlMap(await b.cmd('stats-job 1'))).toMatchObject({ timeouts: '0', reserves: '2' });
   }, 20_000);
