@@ -8,10 +8,11 @@
 //   FAULTS_FULL=1 npx vitest run test/faults
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { details, header, row, type Report } from './ledger.js';
-import { FULL, runLoad, SIZES, type Endpoint, type RunResult } from './load.js';
+import { FULL, promises, runLoad, SIZES, type Endpoint, type RunResult } from './load.js';
 import { CuttableProxy, FaultRedis, SpawnedSidecar } from './processes.js';
+import { cleanupAfterEach } from './cleanup.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -26,13 +27,7 @@ const TTR = 20;
 const FAULT_MS = 3000;
 
 const reports: Report[] = [];
-const cleanup: Array<() => Promise<unknown> | unknown> = [];
-
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) {
-    try { await f(); } catch (e) { console.error('cleanup failed:', e); }
-  }
-}, 60_000);
+const cleanup = cleanupAfterEach();
 
 afterAll(() => {
   if (!reports.length) return;
@@ -86,15 +81,8 @@ function conclude(s: Stack, result: RunResult, extra: Array<[boolean, string]> =
     if (w) r.notes.push(`sidecar ${sc.name} logged: ${w.slice(0, 400)}`);
     if (sc.exitCode !== undefined && sc.exitCode !== null && sc.exitCode !== 0) r.notes.push(`sidecar ${sc.name} exited with code ${sc.exitCode}`);
   }
-  const tookEffect = Object.values(r.tookEffect).reduce((a, b) => a + b, 0);
   const checks: Array<[boolean, string]> = [
-    [r.lost === 0, `${r.lost} acknowledged jobs never delivered: ${r.lostList.slice(0, 20).map((l) => `#${l.id} (${l.marker} via ${l.via}${l.state ? `, ${l.state}` : ''})`).join('; ')}`],
-    [r.corrupt === 0, `${r.corrupt} bodies failed their CRC`],
-    [r.idMismatch === 0, `${r.idMismatch} jobs delivered under another id than INSERTED named`],
-    [r.dupAfterDeleted === 0, `${r.dupAfterDeleted} jobs delivered again after their delete answered DELETED`],
-    [tookEffect === 0, `${tookEffect} error replies took effect: ${r.tookEffectList.slice(0, 10).map((t) => `${t.word} → job #${t.id} via ${t.via}`).join('; ')}`],
-    [r.dupTtrLapsed === 0 && result.jobTimeouts === 0, `reservations went back only when their TTR ran out, not when their connection closed (or their sidecar's lease ended): job-timeouts ${result.jobTimeouts}, redeliveries after the TTR ${r.dupTtrLapsed}`],
-    [r.recoverMs !== null, 'puts and reserves never succeeded again after the fault'],
+    ...promises(result, TTR),
     ...extra,
   ];
   const failed = checks.filter(([ok]) => !ok).map(([, what]) => what);

@@ -75,6 +75,8 @@ export interface Delivery {
   deleteOutcome: DeleteOutcome;
   /** Each reply to this delivery's delete attempts, in order. */
   deleteReplies: string[];
+  /** When its worker stopped holding it: its delete answered, or its connection closed (or was dropped). */
+  endedAt?: number;
 }
 
 export interface Bad { id: number; via: string; error: string }
@@ -267,4 +269,28 @@ export function details(r: Report): string[] {
 export function markdownTable(columns: ReadonlyArray<readonly [name: string, width: number]>, rows: ReadonlyArray<readonly string[]>): string[] {
   const line = (cells: readonly string[]) => `| ${cells.map((c, i) => c.padEnd(columns[i]![1])).join(' | ')} |`;
   return [line(columns.map(([name]) => name)), `|${columns.map(([, w]) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)];
+}
+
+/** A job delivered to a second worker while the first still held it (its connection open, its TTR not run out). */
+export interface DoubleHold { id: number; first: string; second: string; overlapMs: number }
+
+/**
+ * Every reservation held by two open connections at once, and how long each
+ * job handed back early took to be delivered again (from the end of its hold).
+ */
+export function holds(ledger: Ledger, ttrSec: number): { doubles: DoubleHold[]; comebackMs: number[] } {
+  const doubles: DoubleHold[] = [];
+  const comebackMs: number[] = [];
+  for (const list of ledger.deliveries.values()) {
+    const sorted = [...list].sort((x, y) => x.at - y.at);
+    for (let i = 1; i < sorted.length; i++) {
+      const prev = sorted[i - 1]!;
+      const next = sorted[i]!;
+      const heldUntil = Math.min(prev.endedAt ?? Infinity, prev.at + ttrSec * 1000);
+      if (next.at < heldUntil) {
+        doubles.push({ id: next.id, first: `worker ${prev.worker} via ${prev.via} at ${prev.at}`, second: `worker ${next.worker} via ${next.via} at ${next.at}`, overlapMs: heldUntil - next.at });
+      } else if (prev.deleteOutcome !== 'deleted' && prev.endedAt !== undefined) comebackMs.push(next.at - prev.endedAt);
+    }
+  }
+  return { doubles, comebackMs };
 }

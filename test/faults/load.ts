@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import {
   Client, ConnectionError, DeadlineSoonError, NotFoundError, RedstalkError, TimedOutError,
 } from '../../clients/node/src/index.js';
-import { account, checkBody, Ledger, makeBody, type Attempt, type Delivery, type Report } from './ledger.js';
+import { account, checkBody, holds, Ledger, makeBody, type Attempt, type Delivery, type Report } from './ledger.js';
 
 export const TUBE = 'faults';
 const PROBE_TUBE = 'probe';
@@ -241,12 +241,13 @@ async function worker(n: number, opts: RunOptions, ledger: Ledger, flags: Flags,
         await watchdog(conn.client, conn.client.delete(job.id), WATCHDOG_MS, ledger);
         d.deleteReplies.push('DELETED');
         d.deleteOutcome = 'deleted';
+        d.endedAt = now();
         link.ok();
       } catch (e) {
         d.deleteReplies.push(word(e));
-        if (e instanceof NotFoundError) d.deleteOutcome = 'not-found';
+        if (e instanceof NotFoundError) { d.deleteOutcome = 'not-found'; d.endedAt = now(); }
         else if (e instanceof RedstalkError) await link.failed(conn, e.code);
-        else { d.deleteOutcome = 'conn-lost'; link.drop(conn); }
+        else { d.deleteOutcome = 'conn-lost'; d.endedAt = now(); link.drop(conn); }
       } finally {
         ledger.op({ op: 'delete', client: link.name, via: conn.via, sentAt: t, doneAt: now(), result: d.deleteReplies.at(-1)! });
       }
@@ -254,6 +255,7 @@ async function worker(n: number, opts: RunOptions, ledger: Ledger, flags: Flags,
     if (d.deleteOutcome === 'pending') {
       // Still refused after 5 tries: let go of the connection, which hands the job back (or its TTR will).
       d.deleteOutcome = 'given-up';
+      d.endedAt = now();
       link.drop(conn);
     }
   }
@@ -446,6 +448,29 @@ async function runPhases(opts: RunOptions, sizes: Sizes, run: string, ledger: Le
   );
   const { lostMarkers: _, ...rest } = acc;
   return { report: { ...rest, recoverMs, leftInQueue: left, notes, lostList }, jobTimeouts: timeouts, ledger, faultStart, faultEnd };
+}
+
+/**
+ * The promises every fault must keep (protocol/PROTOCOL.md, "Errors" and "Time"),
+ * each as [kept, what broke]: an acknowledged job is delivered, intact, under its
+ * id; an acknowledged delete stays done; no error reply took effect; a
+ * reservation goes back when its connection closed (or its sidecar's lease
+ * ended), never by its TTR; and the service comes back.
+ */
+export function promises(result: RunResult, ttrSec: number): Array<[boolean, string]> {
+  const r = result.report;
+  const { doubles } = holds(result.ledger, ttrSec);
+  const tookEffect = Object.values(r.tookEffect).reduce((a, b) => a + b, 0);
+  return [
+    [r.lost === 0, `${r.lost} acknowledged jobs never delivered: ${r.lostList.slice(0, 20).map((l) => `#${l.id} (${l.marker} via ${l.via}${l.state ? `, ${l.state}` : ''})`).join('; ')}`],
+    [r.corrupt === 0, `${r.corrupt} bodies failed their CRC`],
+    [r.idMismatch === 0, `${r.idMismatch} jobs delivered under another id than INSERTED named`],
+    [r.dupAfterDeleted === 0, `${r.dupAfterDeleted} jobs delivered again after their delete answered DELETED`],
+    [tookEffect === 0, `${tookEffect} error replies took effect: ${r.tookEffectList.slice(0, 10).map((t) => `${t.word} → job #${t.id} via ${t.via}`).join('; ')}`],
+    [r.dupTtrLapsed === 0 && result.jobTimeouts === 0, `reservations went back only when their TTR ran out, not when their connection closed (or their sidecar's lease ended): job-timeouts ${result.jobTimeouts}, redeliveries after the TTR ${r.dupTtrLapsed}`],
+    [r.recoverMs !== null, 'puts and reserves never succeeded again after the fault'],
+    [doubles.length === 0, `${doubles.length} reservations held by two open connections at once: ${doubles.slice(0, 10).map((d) => `#${d.id} ${d.overlapMs} ms (${d.first}; ${d.second})`).join('; ')}`],
+  ];
 }
 
 /** The longest any client (producer or worker) took after the fault's end to get a command through. */

@@ -5,18 +5,14 @@
 import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { startInside, startRedstalk, uniquePrefix } from '../helpers/redstalk.js';
 import { Wire, yamlMap } from '../helpers/wire.js';
 import { FaultRedis } from './processes.js';
+import { cleanupAfterEach } from './cleanup.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const cleanup: Array<() => Promise<unknown> | unknown> = [];
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) {
-    try { await f(); } catch (e) { console.error('cleanup failed:', e); }
-  }
-}, 60_000);
+const cleanup = cleanupAfterEach();
 
 /** A connection closed after the test. */
 async function dial(port: number): Promise<Wire> {

@@ -4,17 +4,13 @@
 // - a closed connection's reservations go back to ready (once Redis answers), not after their TTR;
 // - SIGTERM: a blocked reserve ends without a reply, and only Redis calls in flight
 //   (or a client too slow to read) hold the stop.
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { Wire, yamlMap } from '../helpers/wire.js';
 import { CuttableProxy, FaultRedis, SpawnedSidecar } from './processes.js';
+import { cleanupAfterEach } from './cleanup.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const cleanup: Array<() => Promise<unknown> | unknown> = [];
-afterEach(async () => {
-  for (const f of cleanup.splice(0).reverse()) {
-    try { await f(); } catch (e) { console.error('cleanup failed:', e); }
-  }
-}, 60_000);
+const cleanup = cleanupAfterEach();
 
 it('a connection closed while Redis is down hands its reserved job back once Redis is back (not after the TTR)', async () => {
   const redis = await FaultRedis.start();
