@@ -211,7 +211,7 @@ export class CuttableProxy {
   cuts = 0;
   refused = 0;
 
-  private constructor(private readonly server: net.Server, private readonly target: number) {}
+  private constructor(private readonly server: net.Server, private target: number) {}
 
   static async start(target: number): Promise<CuttableProxy> {
     const server = net.createServer();
@@ -247,6 +247,9 @@ export class CuttableProxy {
     client.pipe(upstream);
     upstream.on('data', (d: Buffer) => { if (!this.muted) client.write(d); });
   }
+
+  /** New links go to this port from now on (a restarted server on another port). */
+  retarget(port: number): void { this.target = port; }
 
   /** Redis still gets every command (and runs it); the sidecar hears nothing back. */
   muteReplies(): void { this.muted = true; }

@@ -1,0 +1,145 @@
+// The nemesis: faults drawn from a seed, at times overlapping, against two
+// sidecars on one Redis under the fault suite's load, then a check of the whole
+// history (load.ts promises: nothing acknowledged lost, no error reply that took
+// effect, no delivery after DELETED, nothing back by its TTR, no reservation
+// held by two open connections at once) and how long each job handed back took
+// to be delivered again. Every sidecar reaches Redis through a proxy of its own
+// (its link can be cut) and is reached by the clients through another (their
+// links can be reset; a restarted sidecar's new port is put behind it).
+//
+//   npx vitest run test/faults/nemesis.test.ts             (CI size: 30 s of faults)
+//   NEMESIS_SEED=1234 npx vitest run test/faults/nemesis.test.ts   (replay a seed)
+//   FAULTS_FULL=1 NEMESIS_MS=1800000 npx vitest run test/faults/nemesis.test.ts   (full size, 30 min)
+import { randomBytes, randomInt } from 'node:crypto';
+import { expect, it } from 'vitest';
+import { mulberry32 } from '../differential/random.js';
+import { details, header, holds, row } from './ledger.js';
+import { FULL, promises, runLoad, SIZES, type Endpoint } from './load.js';
+import { CuttableProxy, FaultRedis, SpawnedSidecar } from './processes.js';
+import { cleanupAfterEach } from './cleanup.js';
+
+const SEED = Number(process.env.NEMESIS_SEED ?? randomInt(2 ** 31));
+/** How long faults are drawn for. */
+const FAULTS_MS = Number(process.env.NEMESIS_MS ?? (FULL ? 300_000 : 30_000));
+const TTR = 20;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const cleanup = cleanupAfterEach();
+
+interface Side { name: string; sidecar: SpawnedSidecar; redisLink: CuttableProxy; clientLink: CuttableProxy }
+
+it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, async () => {
+  console.log(`nemesis seed ${SEED} (replay: NEMESIS_SEED=${SEED} npx vitest run test/faults/nemesis.test.ts)`);
+  const rand = mulberry32(SEED); // the same seed, the same faults in the same order
+  const between = (lo: number, hi: number) => Math.round(lo + rand() * (hi - lo));
+  const redis = await FaultRedis.start();
+  cleanup.push(() => redis.stop());
+  const prefix = `n${randomBytes(4).toString('hex')}`;
+  const sides: Side[] = [];
+  for (const name of ['A', 'B']) {
+    const redisLink = await CuttableProxy.start(redis.port);
+    cleanup.push(() => redisLink.close());
+    const sidecar = await SpawnedSidecar.start(name, redisLink.url, prefix);
+    const clientLink = await CuttableProxy.start(sidecar.port);
+    cleanup.push(() => clientLink.close());
+    const side = { name, sidecar, redisLink, clientLink };
+    cleanup.push(() => side.sidecar.stop());
+    sides.push(side);
+  }
+  const endpoints: Endpoint[] = sides.map((s) => ({ name: s.name, port: s.clientLink.port, alive: () => s.sidecar.alive }));
+  const history: string[] = [];
+  const badExits: string[] = [];
+  const t0 = Date.now();
+  const say = (s: string) => history.push(`${String(Date.now() - t0).padStart(6)} ms  ${s}`);
+
+  /** A sidecar started again on its Redis proxy (tried again while Redis is away), then put behind its clients' proxy. */
+  const restart = async (side: Side) => {
+    for (;;) {
+      try {
+        side.sidecar = await SpawnedSidecar.start(side.name, side.redisLink.url, prefix);
+        side.clientLink.retarget(side.sidecar.port);
+        say(`${side.name} serving again`);
+        return;
+      } catch {
+        await sleep(200);
+      }
+    }
+  };
+  const faults: Array<{ resource: (side: Side) => string; run: (side: Side) => Promise<void> }> = [
+    { resource: (s) => s.name, run: async (s) => {
+      say(`SIGKILL ${s.name}`);
+      await s.sidecar.signal('SIGKILL');
+      await sleep(between(200, 1500));
+      await restart(s);
+    } },
+    { resource: (s) => s.name, run: async (s) => {
+      say(`SIGTERM ${s.name}`);
+      const code = await s.sidecar.signal('SIGTERM');
+      if (code !== 0) badExits.push(`${s.name} exited ${code} after SIGTERM`);
+      await restart(s);
+    } },
+    { resource: (s) => `link ${s.name}`, run: async (s) => {
+      const ms = between(1000, 5000);
+      say(`cut ${s.name}'s link to Redis for ${ms} ms`);
+      s.redisLink.cut();
+      await sleep(ms);
+      s.redisLink.restore();
+    } },
+    { resource: (s) => `clients ${s.name}`, run: async (s) => {
+      const ms = between(1000, 5000);
+      say(`reset the clients' links to ${s.name}, refused for ${ms} ms`);
+      s.clientLink.cut();
+      await sleep(ms);
+      s.clientLink.restore();
+    } },
+    { resource: () => 'redis', run: async () => {
+      const ms = between(1000, 4000);
+      say(`SIGSTOP Redis for ${ms} ms`);
+      redis.pause();
+      await sleep(ms);
+      redis.resume();
+    } },
+    { resource: () => 'redis', run: async () => {
+      say('kill -9 Redis, restarted on its AOF');
+      await redis.kill9();
+      await sleep(between(200, 1500));
+      await redis.launch();
+    } },
+  ];
+
+  const result = await runLoad({
+    fault: `nemesis ${SEED}`,
+    endpoints,
+    ttrSec: TTR,
+    sizes: { ...SIZES, postMs: 3000 },
+    inject: async (ctl) => {
+      ctl.start();
+      const busy = new Set<string>();
+      const running = new Set<Promise<void>>();
+      while (Date.now() - t0 < FAULTS_MS) {
+        const fault = faults[Math.floor(rand() * faults.length)]!;
+        const side = sides[Math.floor(rand() * sides.length)]!;
+        const resource = fault.resource(side);
+        if (busy.has(resource)) { await sleep(100); continue; }
+        busy.add(resource);
+        const p = fault.run(side).finally(() => { busy.delete(resource); running.delete(p); });
+        running.add(p);
+        if (rand() < 0.6) await p; // else the next fault overlaps this one
+        await sleep(between(200, 2000));
+      }
+      await Promise.all(running);
+      say('faults over');
+      ctl.end();
+    },
+  });
+
+  const { comebackMs } = holds(result.ledger, TTR);
+  const sorted = [...comebackMs].sort((a, b) => a - b);
+  const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : '-');
+  result.report.notes.push(`handed back early, then delivered again: ${sorted.length} (ms from the end of the hold: p50 ${pct(0.5)}, p99 ${pct(0.99)}, max ${sorted.at(-1) ?? '-'})`);
+  const checks: Array<[boolean, string]> = [...promises(result, TTR), [badExits.length === 0, badExits.join('; ')]];
+  const failed = checks.filter(([ok]) => !ok).map(([, what]) => what);
+  for (const f of failed) result.report.notes.push(`FAILED: ${f}`);
+  console.log([`nemesis seed ${SEED}, ${FAULTS_MS} ms of faults:`, ...history, header(), row(result.report), ...details(result.report)].join('\n'));
+  expect(failed, `nemesis seed ${SEED} (replay: NEMESIS_SEED=${SEED})`).toEqual([]);
+}, FULL ? 3_600_000 : 300_000);
