@@ -68,7 +68,7 @@ describe('waiters handing jobs over and knowing drained tubes', () => {
   const job = (id: string, tube = 'default'): ReservedJob => ({ id, tube, ttr: 60, body: Buffer.from('x') });
   function setup(shardOf: (tube: string) => number = () => 0) {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, shardOf });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf });
     /** Answers the oldest op in the batch with r. */
     const answer = (r: unknown) => { const op = ops.shift()!; op.done(op, r, null); };
     return { ops, waiters, answer };
