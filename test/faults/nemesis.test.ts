@@ -111,7 +111,8 @@ it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, asyn
     fault: `nemesis ${SEED}`,
     endpoints,
     ttrSec: TTR,
-    sizes: { ...SIZES, postMs: 3000 },
+    // Faults slow the workers more than the producers: the backlog they leave may take as long to drain.
+    sizes: { ...SIZES, postMs: 3000, drainMs: Math.max(SIZES.drainMs, FAULTS_MS) },
     inject: async (ctl) => {
       ctl.start();
       const busy = new Set<string>();
@@ -137,6 +138,10 @@ it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, asyn
   const sorted = [...comebackMs].sort((a, b) => a - b);
   const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : '-');
   result.report.notes.push(`handed back early, then delivered again: ${sorted.length} (ms from the end of the hold: p50 ${pct(0.5)}, p99 ${pct(0.99)}, max ${sorted.at(-1) ?? '-'})`);
+  // A backlog (deliveries going on to the end) tells apart from a stall (deliveries stopped).
+  const perTen = new Map<number, number>();
+  for (const list of result.ledger.deliveries.values()) for (const d of list) perTen.set(Math.floor((d.at - t0) / 10_000), (perTen.get(Math.floor((d.at - t0) / 10_000)) ?? 0) + 1);
+  result.report.notes.push(`deliveries per 10 s from the start: ${[...perTen].sort(([a], [b]) => a - b).map(([k, n]) => `${k * 10}s:${n}`).join(' ')}`);
   const checks: Array<[boolean, string]> = [...promises(result, TTR), [badExits.length === 0, badExits.join('; ')]];
   const failed = checks.filter(([ok]) => !ok).map(([, what]) => what);
   for (const f of failed) result.report.notes.push(`FAILED: ${f}`);
