@@ -147,4 +147,4 @@ it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, asyn
   for (const f of failed) result.report.notes.push(`FAILED: ${f}`);
   console.log([`nemesis seed ${SEED}, ${FAULTS_MS} ms of faults:`, ...history, header(), row(result.report), ...details(result.report)].join('\n'));
   expect(failed, `nemesis seed ${SEED} (replay: NEMESIS_SEED=${SEED})`).toEqual([]);
-}, FULL ? 3_600_000 : 300_000);
+}, 2 * FAULTS_MS + 180_000);
