@@ -142,6 +142,11 @@ it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, asyn
   const perTen = new Map<number, number>();
   for (const list of result.ledger.deliveries.values()) for (const d of list) perTen.set(Math.floor((d.at - t0) / 10_000), (perTen.get(Math.floor((d.at - t0) / 10_000)) ?? 0) + 1);
   result.report.notes.push(`deliveries per 10 s from the start: ${[...perTen].sort(([a], [b]) => a - b).map(([k, n]) => `${k * 10}s:${n}`).join(' ')}`);
+  // Jobs that came back by their TTR, with when (from the start) each delivery was and how its hold ended: to set beside the faults.
+  for (const dup of result.report.dups.filter((d) => d.causes.some((c) => c.startsWith('ttr')))) {
+    const list = result.ledger.deliveries.get(dup.marker) ?? [];
+    result.report.notes.push(`back by its TTR: #${dup.id}: ${list.map((d) => `worker ${d.worker} via ${d.via} at ${d.at - t0} ms, ${d.deleteOutcome} (${d.deleteReplies.join(',')})${d.endedAt ? ` until ${d.endedAt - t0} ms` : ''}`).join('; ')}`);
+  }
   const checks: Array<[boolean, string]> = [...promises(result, TTR), [badExits.length === 0, badExits.join('; ')]];
   const failed = checks.filter(([ok]) => !ok).map(([, what]) => what);
   for (const f of failed) result.report.notes.push(`FAILED: ${f}`);
