@@ -25,6 +25,8 @@ const FENCE_MARGIN_BEATS = 2;
 export class Presence {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private snapshotTimer: NodeJS.Timeout | null = null;
+  /** Other live sidecars were seen at the last look (every beat; assumed until the first). */
+  private othersLive = true;
   /** A reaping pass is running (the next beat starts none; one that failed is tried again at the next). */
   private reaping = false;
   private stopped = false;
@@ -88,9 +90,13 @@ export class Presence {
     return undefined;
   }
 
-  /** Counters changed: publish a fresh snapshot soon. */
+  /**
+   * Counters changed: publish a fresh snapshot soon, for the other sidecars'
+   * `stats`. Alone (no other live sidecar at the last look, every beat) the
+   * beats carry it: a busy lone sidecar makes no call every 20 ms for nobody.
+   */
   statsChanged(): void {
-    if (this.snapshotTimer || this.stopped) return;
+    if (this.snapshotTimer || this.stopped || !this.othersLive) return;
     this.snapshotTimer = setTimeout(() => {
       this.snapshotTimer = null;
       this.background.track(this.beat(), 'heartbeat');
@@ -198,7 +204,8 @@ export class Presence {
    * their tube references are dropped.
    */
   private async reapDeadSidecars(): Promise<void> {
-    const { dead } = await this.jobs.nodes();
+    const { live, dead } = await this.jobs.nodes();
+    this.othersLive = live.some((node) => node !== this.nodeId);
     for (const node of dead) {
       const released = await this.jobs.releaseHeldBy(`${node}:`);
       if (released > 0) this.log.info({ node, jobs: released }, 'handed back the reservations of a dead sidecar');

@@ -86,3 +86,36 @@ describe('presence: self-fencing', () => {
     expect([p.serving, fenced]).toEqual([true, [400]]);
   });
 });
+
+describe('presence: counter snapshots between beats', () => {
+  beforeEach(() => { vi.useFakeTimers({ now: 0 }); });
+  afterEach(() => { vi.useRealTimers(); });
+
+  /** Counts heartbeat calls while counters change every 5 ms for 10 beats, with these sidecars live. */
+  async function beatsWhileBusy(live: string[]): Promise<number> {
+    let beats = 0;
+    const store = {
+      heartbeat: async () => { beats++; return false; },
+      refTube: async () => {}, forgetNode: async () => {}, nodeSnapshots: async () => [], releaseHeldBy: async () => 0,
+      nodes: async () => ({ live, dead: [] }),
+    } as unknown as JobStore;
+    const p = presence(store);
+    await p.start();
+    await vi.advanceTimersByTimeAsync(BEAT_MS + 1); // the first look at who else is live
+    beats = 0;
+    for (let t = 0; t < 10 * BEAT_MS; t += 5) {
+      p.statsChanged();
+      await vi.advanceTimersByTimeAsync(5);
+    }
+    p.stop();
+    return beats;
+  }
+
+  it('go out every 20 ms while another sidecar is live (its stats add them up)', async () => {
+    expect(await beatsWhileBusy(['me', 'other'])).toBeGreaterThanOrEqual(40);
+  });
+
+  it('ride on the beats alone: a busy lone sidecar makes no call every 20 ms for nobody', async () => {
+    expect(await beatsWhileBusy(['me'])).toBe(10);
+  });
+});
