@@ -58,7 +58,7 @@ export const SETTINGS = {
   batchBytes: integer('--batch-bytes <bytes>', 1 << 20, 1, 1 << 30, 'most job body bytes in one Redis call (a bigger single job still goes, alone)'),
   batchInFlight: integer('--batch-inflight <n>', 1, 1, 64, 'Redis calls of job commands in flight at once'),
   redisTimeoutMs: integer('--redis-timeout-ms <ms>', 2000, 10, 3_600_000,
-    'how long a Redis call may take (plus 1 ms per 50 KB of -z, to move the biggest job) before its outcome counts as unknown'),
+    'how long a Redis call may take (plus 1 ms per 10 KB of -z, to move the biggest job) before its outcome counts as unknown'),
   heartbeatMs: integer('--heartbeat-ms <ms>', 1000, 50, 60_000, 'how often a sidecar renews its lease; it counts as dead after 5 missed beats'),
   shutdownGraceMs: integer('--shutdown-grace-ms <ms>', 2000, 0, 600_000,
     'on SIGTERM, how long to wait at most for commands in flight and replies not yet written'),

@@ -18,7 +18,9 @@ describe('big jobs', () => {
 
   it.skipIf(onCluster)('stores and delivers a 100 MB job with a 100 ms base timeout: put, peek, reserve, delete', async () => {
     const size = 100 * 1024 * 1024;
-    const sidecar = await startRedstalk({ redisUrl: redis.url, maxJobSize: size, redisTimeoutMs: 100 });
+    // Redis runs no other call while a script moves 100 MB (seconds on a slow machine): the lease
+    // must outlast that, or the sidecar fences itself (README, Guarantees).
+    const sidecar = await startRedstalk({ redisUrl: redis.url, maxJobSize: size, redisTimeoutMs: 100, heartbeatMs: 5000 });
     const c = await Client.connect({ port: sidecar.port });
     try {
       const body = Buffer.alloc(size, 7);
