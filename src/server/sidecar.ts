@@ -123,7 +123,7 @@ export class Sidecar implements ConnectionHost {
       { maxOps: config.batchOps, maxBytes: config.batchBytes, maxInFlight: config.batchInFlight },
       (err) => log.error({ err }, 'batched command completion failed (bug)'),
     ));
-    this.presence = new Presence(this.nodeId, backend.lease, this.counters, config.heartbeatMs, this.background, log,
+    this.presence = new Presence(this.nodeId, jobs, this.counters, config.heartbeatMs, this.background, log,
       () => this.closeHolders(), () => this.closeHolders());
     this.promoter = new Promoter(jobs, log);
     this.waiters = new Waiters({

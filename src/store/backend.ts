@@ -6,12 +6,6 @@ import type { RoomStore } from './room-store.js';
 export interface Backend {
   /** The whole data set: each call goes to the shard of its tube or id, or to all of them. */
   readonly jobs: JobStore;
-  /**
-   * The same data set over a link of its own, for this sidecar's lease
-   * (heartbeats, reaping): a call moving a big job on the command link must
-   * not hold a renewal back until the sidecar fences itself.
-   */
-  readonly lease: JobStore;
   /** Each shard's own store (the sidecar batches per shard), and which holds what. */
   readonly shards: readonly JobStore[];
   readonly shardMap: ShardMap;

@@ -51,9 +51,7 @@ export class RedisBackend implements Backend {
   readonly shardMap: ShardMap;
   readonly rooms: RedisRoomStore;
   readonly layout: Layout;
-  readonly lease: JobStore;
   private readonly redis: RedisClient;
-  private readonly leaseLink: RedisClient;
   private readonly subscriber: RedisClient;
   /** On a Redis Cluster, wake-ups travel over sharded pub/sub (SPUBLISH / SSUBSCRIBE). */
   private readonly sharded: boolean;
@@ -73,17 +71,11 @@ export class RedisBackend implements Backend {
     const scripts = bindScripts(this.redis, { shardedPubSub: this.sharded });
     this.shards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.redis, scripts.jobs, layout.keys(i), options.minReplicas));
     this.jobs = layout.shards === 1 ? this.shards[0]! : new ShardedJobStore(this.shards, this.shardMap);
-    // A lease call is small, but may wait while Redis runs a script moving the biggest job.
-    this.leaseLink = connectRedis(options.url, commandLinkOptions(callMs));
-    this.leaseLink.on('error', (err) => log.warn({ err }, 'redis lease link error'));
-    const leaseScripts = bindScripts(this.leaseLink, { shardedPubSub: this.sharded });
-    const leaseShards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.leaseLink, leaseScripts.jobs, layout.keys(i), options.minReplicas));
-    this.lease = layout.shards === 1 ? leaseShards[0]! : new ShardedJobStore(leaseShards, this.shardMap);
     this.rooms = new RedisRoomStore(scripts.rooms, layout, options.roomDefaults);
   }
 
   async open(listener: ReadyListener): Promise<void> {
-    await Promise.all([this.redis.connect(), this.leaseLink.connect(), this.subscriber.connect()]);
+    await Promise.all([this.redis.connect(), this.subscriber.connect()]);
     await this.checkJobSize();
     await this.checkShardCount();
     for (const shard of this.shards) await shard.upgrade();
@@ -170,7 +162,6 @@ export class RedisBackend implements Backend {
 
   async close(): Promise<void> {
     this.subscriber.disconnect();
-    await this.leaseLink.quit().catch(() => this.leaseLink.disconnect());
     await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }
