@@ -151,6 +151,19 @@ it('finding 2: a stopping sidecar hands a connection\'s job back only once it ha
 }, 60_000);
 
 it.each(['RST', 'FIN', 'SIGTERM'] as const)('finding 3: a reserve in flight when Redis stalls past --redis-timeout-ms, its connection then gone (%s): the job is back within 1 s of Redis resuming', async (how) => {
+  // The drill needs the reserve to reach Redis before the stall ends; a run where it did not
+  // (the job never stalled-reserved: 1 reserve) says nothing, and is played again (3 at most).
+  for (let attempt = 1; ; attempt++) {
+    const { reserves, got, id, back } = await stalledReserveDrill(how);
+    if (reserves === '1' && attempt < 3) { console.log(`finding 3 (${how}): the reserve did not stall (attempt ${attempt}), again`); continue; }
+    expect(got, 'the job reserved by the stalled reserve, handed back').toBe(`RESERVED ${id} 1\nj`);
+    expect(reserves, 'the drill did what it means to: the stalled reserve ran when Redis resumed').toBe('2');
+    expect(back, `back ${back} ms after Redis resumed`).toBeLessThan(1000);
+    return;
+  }
+}, 120_000);
+
+async function stalledReserveDrill(how: 'RST' | 'FIN' | 'SIGTERM'): Promise<{ reserves: string | undefined; got: string; id: string; back: number }> {
   const prefix = uniquePrefix();
   const redis = await FaultRedis.start();
   cleanup.push(() => redis.stop());
@@ -177,7 +190,5 @@ it.each(['RST', 'FIN', 'SIGTERM'] as const)('finding 3: a reserve in flight when
   const back = Math.round(performance.now() - resumed);
   console.log(`finding 3 (${how}): the job back and reserved ${back} ms after Redis resumed`);
   await stopping;
-  expect(got, 'the job reserved by the stalled reserve, handed back').toBe(`RESERVED ${id} 1\nj`);
-  expect(stats.reserves, 'the drill did what it means to: the stalled reserve ran when Redis resumed').toBe('2');
-  expect(back, `back ${back} ms after Redis resumed`).toBeLessThan(1000);
-}, 60_000);
+  return { reserves: stats.reserves, got, id, back };
+}
