@@ -180,9 +180,9 @@ export class Connection implements Session, BodyFraming {
   /** Bytes from the client, which arrived at `at` (earlier than now for what came before the sidecar took the connection). */
   receive(d: Buffer, at: number): void {
     this.receivedBytes += d.length;
-    // Only a line's arrival matters: a read that is all body (a job sent a byte at a time) is not kept.
-    const allBody = (this.mode === Mode.Body || this.mode === Mode.Skip) && this.input.length + d.length <= this.need;
-    if (!allBody) this.arrivals.push(this.receivedBytes, at);
+    // Only a line's arrival matters, the read that held its LF: one without an LF is not kept
+    // (a job sent a byte at a time, even while a start holds the input, costs no memory here).
+    if (d.indexOf(LF) !== -1) this.arrivals.push(this.receivedBytes, at);
     this.input.push(d);
     this.pump();
   }

@@ -88,7 +88,9 @@ describe.skipIf(onCluster)(`a connection watching ${TUBES} tubes`, () => {
 
   it('loses its watch lists with its sidecar when that is reaped', async () => {
     const { redis } = await stored();
-    // What another sidecar's reaper does once this one's lease has lapsed (a live lease is not reaped: end it first).
+    // What another sidecar's reaper does once this one's lease has lapsed (a live lease is not reaped: end it
+    // first, its beats stopped as a dead sidecar's are, or a beat in between would renew it).
+    (ctx.sidecar.sidecar as unknown as { presence: { stop(): void } }).presence.stop();
     await ctx.sidecar.backend.jobs.heartbeat(ctx.sidecar.sidecar.nodeId, 0, []);
     await ctx.sidecar.backend.jobs.forgetNode(ctx.sidecar.sidecar.nodeId);
     expect(await watchKeys(redis)).toEqual([]);
