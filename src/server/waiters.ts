@@ -454,6 +454,8 @@ export class Waiters implements ReadyListener {
     // Only a single-shard attempt sets lookedAt; no wake-up while it was out: nothing new since its look.
     // (Not a wide one's: a look over its tubes costs little, remembering them more.)
     if (drained && w.view.wide === null && w.shards.length === 1 && w.lookedAt === this.wakeUps) this.remember(w.tubes);
+    // Jobs left where a mark said none (a wake-up lost in a fault): the mark is stale.
+    else if (typeof r === 'object' && !r.drained) for (const t of w.tubes) this.drained.delete(t);
     if (typeof r === 'object') {
       if (gone) this.host.giveBack(w.session.owner, r.jobs);
       else this.deliver(w, r.jobs);

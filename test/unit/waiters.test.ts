@@ -131,6 +131,19 @@ describe('waiters handing jobs over and knowing drained tubes', () => {
     }
   });
 
+  it('forget a drained mark once a look finds jobs left in its tubes', () => {
+    const { ops, waiters, answer } = setup();
+    const a = fakeSession();
+    void waiters.wait(a.session, 0);
+    answer(-1); // drained
+    const b = fakeSession();
+    void waiters.wait(b.session, 0); // timeout 0 looks anyway, and finds more than it took
+    answer({ jobs: [job('1')], drained: false });
+    const c = fakeSession();
+    void waiters.wait(c.session, null);
+    expect(ops.map((op) => op.ctx.session)).toEqual([c.session]);
+  });
+
   it('trust no drained look that a wake-up overtook while it was in flight', () => {
     const { ops, waiters, answer } = setup();
     const a = fakeSession();
