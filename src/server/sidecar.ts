@@ -197,13 +197,8 @@ export class Sidecar implements ConnectionHost {
   /** The job store, but a reserve-job takes nothing while the lease is not renewed (see Presence). */
   private fenced(jobs: JobStore): JobStore {
     const reserveJob: JobStore['reserveJob'] = (owner, id, tube) => (this.presence.serving ? jobs.reserveJob(owner, id, tube) : Promise.reject(NOT_SERVING));
-    return new Proxy(jobs, {
-      get: (target, name) => {
-        if (name === 'reserveJob') return reserveJob;
-        const v = Reflect.get(target, name) as unknown;
-        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
+    // The store's methods run with the proxy as `this`, which reads their fields through to the store.
+    return new Proxy(jobs, { get: (target, name) => (name === 'reserveJob' ? reserveJob : Reflect.get(target, name)) });
   }
 
   // ---- ConnectionHost ----
