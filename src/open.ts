@@ -15,6 +15,7 @@ export async function openSidecar(config: Config, log: Logger, listener?: Listen
   const backend = new RedisBackend({
     url: config.redisUrl, prefix: config.prefix, shards: config.shards, timeoutMs: config.redisTimeoutMs, maxJobSize: config.maxJobSize, log,
     minReplicas: { count: config.minReplicas, timeoutMs: config.minReplicas > 0 ? config.minReplicasTimeoutMs : 0 },
+    batch: { maxOps: config.batchOps, maxBytes: config.batchBytes, maxInFlight: config.batchInFlight },
     roomDefaults: {
       capacity: config.roomCapacity, checkinTimeout: config.roomCheckinTimeout,
       participantTimeout: config.roomParticipantTimeout, grace: config.roomGrace,

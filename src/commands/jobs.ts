@@ -34,9 +34,9 @@ export const jobHandlers: Handlers<JobCommand> = {
   'peek-buried': (s, _args, svc) => peekTube(s, svc, 'buried'),
 
   'reserve-with-timeout'(s, [timeout], svc) {
-    // A pipelined run of these (a client draining fast) takes its jobs in one store call; over
-    // several shards it could not see all of them at once, so each goes on its own there.
-    if (timeout !== 0 || !svc.oneShard(s)) return svc.wait(s, timeout);
+    // A pipelined run of these (a client draining fast) takes its jobs at once, where the store
+    // sees all the watched tubes at once; elsewhere each goes on its own.
+    if (timeout !== 0 || !svc.reservesAtOnce(s)) return svc.wait(s, timeout);
     const more = s.takeRepeats(MAX_RUN - 1);
     for (let i = 0; i < more; i++) svc.countCommand(RESERVE_TIMEOUT_COUNTER);
     return svc.wait(s, 0, { run: 1 + more });

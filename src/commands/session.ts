@@ -27,7 +27,7 @@ export interface Session {
   fail(err: unknown): void;
   /** Hands a job op to the cross-connection batch; its completion calls settled. */
   submit(op: AnyJobOp): void;
-  /** A batched op's reply, or the error it met; answered in command order (shards may finish out of it). */
+  /** A batched op's reply, or the error it met; answered in command order (the store may answer out of it). */
   settled(op: AnyJobOp, outcome: Buffer | Error): void;
 
   setUsed(tube: string): void;
@@ -98,8 +98,8 @@ export interface Services {
   /** beanstalkd's drain mode: puts answer DRAINING. */
   draining(): boolean;
   countCommand(counter: string): void;
-  /** Whether the session's watched tubes live in one shard: then one store call reserves over all of them at once. */
-  oneShard(s: Session): boolean;
+  /** Whether the store reserves over all the session's watched tubes at once (JobStore.reservesAtOnce). */
+  reservesAtOnce(s: Session): boolean;
 }
 
 /** The typed stats model; the YAML replies and the public API render it. */

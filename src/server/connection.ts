@@ -87,8 +87,8 @@ export class Connection implements Session, BodyFraming {
   private readonly awaiting: AnyJobOp[] = [];
   private inFlightBytes = 0;
   /**
-   * Outcomes that came before those of earlier commands: ops of different
-   * shards go in different calls, which may finish in any order.
+   * Outcomes that came before those of earlier commands: the store may
+   * answer ops out of their order (its calls may finish in any order).
    */
   private readonly early = new Map<AnyJobOp, Buffer | Error>();
   /** What waits for them: a command that does not join the batch, or a reply. */
@@ -318,7 +318,7 @@ export class Connection implements Session, BodyFraming {
 
   /**
    * A batched command's outcome. It is answered when every command before it
-   * has been, so replies leave in command order whatever order shards finish in;
+   * has been, so replies leave in command order whatever order the store answers in;
    * until then it still counts as in flight, which bounds what waits here.
    */
   settled(op: AnyJobOp, outcome: Buffer | Error): void {

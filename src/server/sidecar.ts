@@ -1,5 +1,5 @@
-// One redstalk process, composed: the backend (stores and wake-ups), one
-// batcher per shard, the command dispatcher and its services, the listener and its
+// One redstalk process, composed: the backend (stores and wake-ups), the
+// command dispatcher and its services, the listener and its
 // connections, and the background work (promotion timer, presence).
 // Several sidecars on one Redis behave as one server.
 import { randomBytes } from 'node:crypto';
@@ -14,9 +14,7 @@ import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { isOutcomeUnknown, StoreError } from '../store/errors.js';
 import type { JobStore } from '../store/job-store.js';
-import { Batcher, type ApplyBatch } from '../store/batcher.js';
 import { OpCode, type AnyJobOp, type ReservedJob } from '../store/ops.js';
-import { shardOfOp } from '../store/sharded.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
@@ -28,9 +26,8 @@ import { Promoter } from './promoter.js';
 import { StatsCollector } from './stats.js';
 import { Waiters } from './waiters.js';
 
-/** What a sidecar reads of the configuration. */
 /** The settings a sidecar itself reads (src/config/settings.ts says what each means). */
-export type SidecarConfig = Pick<Config, 'listen' | 'port' | 'maxJobSize' | 'heartbeatMs' | 'shutdownGraceMs' | 'batchOps' | 'batchBytes' | 'batchInFlight'
+export type SidecarConfig = Pick<Config, 'listen' | 'port' | 'maxJobSize' | 'heartbeatMs' | 'shutdownGraceMs'
   | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'maxConnections' | 'authToken' | 'authTokenFile'>;
 
 /** The configured auth token's digest (from the setting or its file), or null when connections need none. */
@@ -68,26 +65,9 @@ function traceLog(log: Logger): Instruments {
   };
 }
 
-/** A batch call that reports its size and time. */
-function timed(instruments: Instruments, apply: ApplyBatch): ApplyBatch {
-  return async (ops) => {
-    const t0 = performance.now();
-    try {
-      const results = await apply(ops);
-      instruments.batchApplied(ops.length, performance.now() - t0, false);
-      return results;
-    } catch (err) {
-      instruments.batchApplied(ops.length, performance.now() - t0, true);
-      throw err;
-    }
-  };
-}
-
 export class Sidecar implements ConnectionHost {
   readonly nodeId = randomBytes(8).toString('hex');
   readonly counters = new Counters();
-  /** One per shard, each with its own calls in flight: shards are served in parallel. */
-  readonly batchers: readonly Batcher[];
   readonly dispatcher: Dispatcher;
   readonly instruments: Instruments | null;
   readonly authRequired: boolean;
@@ -118,17 +98,13 @@ export class Sidecar implements ConnectionHost {
     this.instruments = allOf(log.isLevelEnabled('trace') ? [...instruments, traceLog(log)] : instruments);
     this.background = new Background(log);
     const timing = this.instruments;
-    this.batchers = backend.shards.map((shard) => new Batcher(
-      timing ? timed(timing, (ops) => shard.apply(ops)) : (ops) => shard.apply(ops),
-      { maxOps: config.batchOps, maxBytes: config.batchBytes, maxInFlight: config.batchInFlight },
-      (err) => log.error({ err }, 'batched command completion failed (bug)'),
-    ));
+    if (timing) jobs.observe((ops, ms, failed) => timing.batchApplied(ops, ms, failed));
     this.presence = new Presence(this.nodeId, jobs, this.counters, config.heartbeatMs, this.background, log,
       () => this.closeHolders(), () => this.closeHolders());
     this.promoter = new Promoter(jobs, log);
     this.waiters = new Waiters({
       submit: (op) => this.submit(op),
-      shardOf: (tube) => backend.shardMap.ofTube(tube),
+      reservesAtOnce: (tubes) => jobs.reservesAtOnce(tubes),
       waitingChanged: (owner, tubes, wide, delta) => {
         if (wide) this.counters.wideWaitingDelta(owner, wide, delta);
         else this.counters.waitingDelta(tubes, delta);
@@ -149,7 +125,7 @@ export class Sidecar implements ConnectionHost {
       wait: (s, timeout, shape) => this.waiters.wait(s, timeout, shape),
       reference: (tube, use, delta) => this.presence.reference(tube, use, delta),
       draining: () => this.draining,
-      oneShard: (s) => this.waiters.oneShard(s),
+      reservesAtOnce: (s) => this.waiters.reservesAtOnce(s),
       countCommand: (counter) => {
         this.counters.count(counter);
         this.presence.statsChanged();
@@ -208,7 +184,7 @@ export class Sidecar implements ConnectionHost {
       setImmediate(() => op.done(op, undefined, NOT_SERVING));
       return;
     }
-    this.batchers[shardOfOp(this.backend.shardMap, op)]!.add(op);
+    this.backend.jobs.submit(op);
     // A job about to be ready goes to a waiter of this sidecar in the same call.
     if ((op.code === OpCode.Put || op.code === OpCode.Release) && op.delay === 0) this.waiters.readying(op.tube);
   }
@@ -355,7 +331,7 @@ export class Sidecar implements ConnectionHost {
       c.stopReading();
       this.waiters.cancel(c); // a blocked reserve ends without a reply, as when beanstalkd exits
     }
-    await until(() => this.batchers.every((b) => b.pending === 0) && [...this.connections].every((c) => c.idle), deadline);
+    await until(() => this.backend.jobs.pending === 0 && [...this.connections].every((c) => c.idle), deadline);
     for (const c of [...this.connections]) c.quit();
     this.promoter.stop();
     this.presence.stop();

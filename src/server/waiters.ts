@@ -17,22 +17,14 @@
 // A connection watching many tubes (more than WIDE_WATCH) waits in one list,
 // not in each tube's: a wake-up for a tube looks its watch set up. Its
 // reserves name its watch list by version (JobOp.watch): the store keeps the
-// list (in each shard, that shard's part), so it travels once, not with every
-// reserve, and goes when the connection closes (a drop-watch op per shard).
-// Its waiting is counted per tube when stats asks, not per wait.
-//
-// A waiter watching tubes of several shards first asks each of those shards
-// for its candidates (the jobs a reserve there would take, taking nothing),
-// then reserves in the shards of the most urgent: lowest priority, then the
-// earliest put. Between the two steps another client may take one of those
-// jobs; a shard's reserve then takes its next one, and if no shard had any
-// left, the waiter looks again at once.
+// list, so it travels once, not with every reserve, and goes when the
+// connection closes (a drop-watch op). Its waiting is counted per tube when
+// stats asks, not per wait.
 import type { ReserveShape, Session } from '../commands/session.js';
 import { REPLY } from '../protocol/replies.js';
 import { isOutcomeUnknown } from '../store/errors.js';
 import type { ReadyListener } from '../store/job-store.js';
-import { byShard } from '../store/sharded.js';
-import { jobOps, type AnyJobOp, type Candidate, type CandidateResult, type JobOp, type ReservedJob, type ReserveResult } from '../store/ops.js';
+import { jobOps, type AnyJobOp, type JobOp, type ReservedJob, type ReserveResult } from '../store/ops.js';
 
 type Outcome = 'timeout' | 'deadline';
 
@@ -47,9 +39,6 @@ const enum State {
   Done,
 }
 
-/** Watched tubes of one shard, in watch order. */
-type ShardTubes = readonly string[];
-
 /**
  * Above this many watched tubes, a waiter is wide: found by a lookup in its
  * watch set rather than through each tube, and its watch list is kept in the
@@ -63,28 +52,14 @@ interface WatchView {
   readonly tubes: readonly string[];
   /** Wide: the tubes as a set; else null. */
   readonly wide: ReadonlySet<string> | null;
-  /** The tubes by shard (one entry when they share a shard: the usual case), and those shards. */
-  readonly shards: readonly ShardTubes[];
-  readonly shardIds: readonly number[];
+  /** Whether the store reserves over all of them at once (JobStore.reservesAtOnce). */
+  readonly atOnce: boolean;
 }
 
 interface SessionWatch {
   view: WatchView;
-  /** Wide: the shards the store may keep its watch list in, each with one of its tubes there (to route the drop). */
-  readonly kept: Map<number, string>;
-}
-
-/** What a multi-shard attempt has heard so far, in its first step (candidates) or its second (reserves). */
-interface Survey {
-  pending: number;
-  /** Each shard's candidates, by the index of its tubes in Waiter.shards. */
-  readonly candidates: Array<Candidate[]>;
-  /** The soonest ms until something may become reservable in any shard (-1: none known). */
-  wakeMs: number;
-  failure: Error | null;
-  /** Second step: the shard (index) of each job to take, most urgent first, and what each shard's reserve took. */
-  order: number[];
-  readonly taken: Array<ReservedJob[]>;
+  /** It was wide once: the store may keep its watch list (dropped when it closes). */
+  kept: boolean;
 }
 
 interface Waiter {
@@ -93,9 +68,6 @@ interface Waiter {
   readonly seq: number;
   readonly view: WatchView;
   readonly tubes: readonly string[];
-  /** The watched tubes by shard (one entry when they share a shard: the usual case). */
-  readonly shards: readonly ShardTubes[];
-  survey: Survey | null;
   /** Waiters.wakeUps when its attempt went into the batch. */
   lookedAt: number;
   /** reserve-many: the most jobs to take at once; null for reserve (a RESERVED each). */
@@ -115,8 +87,8 @@ interface Waiter {
 /** What the waiters need from the sidecar. */
 export interface WaitersHost {
   submit(op: AnyJobOp): void;
-  /** The shard that holds a tube. */
-  shardOf(tube: string): number;
+  /** Whether the store reserves over all these tubes at once (JobStore.reservesAtOnce). */
+  reservesAtOnce(tubes: readonly string[]): boolean;
   /** A connection starts (+1) or stops (-1) waiting on these tubes (`wide`: the same as a set, for a wide waiter). */
   waitingChanged(owner: string, tubes: readonly string[], wide: ReadonlySet<string> | null, delta: 1 | -1): void;
   /** Jobs reserved for a connection that is already gone go back at once. */
@@ -188,7 +160,7 @@ export class Waiters implements ReadyListener {
       const many = shape && 'many' in shape ? shape.many : null;
       const run = shape && 'run' in shape ? shape.run : 1;
       const w: Waiter = {
-        session, seq: ++this.seq, view, tubes: view.tubes, shards: view.shards, survey: null, lookedAt: 0, many, run, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
+        session, seq: ++this.seq, view, tubes: view.tubes, lookedAt: 0, many, run, state: State.Idle, outcome: null, lastLook: false, slackUsed: false, timers: [], resolve,
       };
       const now = Date.now();
       const soonest = session.soonestDeadline(now);
@@ -213,14 +185,14 @@ export class Waiters implements ReadyListener {
       }
       this.host.waitingChanged(session.owner, w.tubes, view.wide, 1);
       // A blocking reserve over drained tubes waits for their wake-up (its timeout still looks once).
-      if (w.outcome === null && timeoutSec !== 0 && !view.wide && w.shards.length === 1 && this.knownDrained(w.tubes)) return;
+      if (w.outcome === null && timeoutSec !== 0 && !view.wide && this.knownDrained(w.tubes)) return;
       this.attempt(w);
     });
   }
 
-  /** Whether the session's watched tubes share one shard (worked out once per watch list). */
-  oneShard(session: Session): boolean {
-    return this.viewOf(session).shards.length === 1;
+  /** Whether the store reserves over all the session's watched tubes at once (worked out once per watch list). */
+  reservesAtOnce(session: Session): boolean {
+    return this.viewOf(session).atOnce;
   }
 
   /** The session's watch list as a view, made again only when it changed. */
@@ -228,17 +200,14 @@ export class Waiters implements ReadyListener {
     let sw = this.watches.get(session);
     if (sw && sw.view.version === session.watchVersion) return sw.view;
     const tubes = [...session.watched];
-    const groups = byShard(tubes, (t) => this.host.shardOf(t));
-    const view: WatchView = {
-      version: session.watchVersion, tubes, wide: tubes.length > WIDE_WATCH ? new Set(tubes) : null,
-      shards: [...groups.values()], shardIds: [...groups.keys()],
-    };
+    const wide = tubes.length > WIDE_WATCH ? new Set(tubes) : null;
+    const view: WatchView = { version: session.watchVersion, tubes, wide, atOnce: this.host.reservesAtOnce(tubes) };
     if (sw) sw.view = view;
     else {
-      sw = { view, kept: new Map() };
+      sw = { view, kept: false };
       this.watches.set(session, sw);
     }
-    if (view.wide) view.shards.forEach((part, i) => sw.kept.set(view.shardIds[i]!, part[0]!));
+    if (wide) sw.kept = true;
     return view;
   }
 
@@ -282,7 +251,7 @@ export class Waiters implements ReadyListener {
   readying(tube: string): void {
     this.wokeUp(tube);
     this.eachOn(tube, (w) => {
-      if (w.state !== State.Idle || w.shards.length !== 1) return true;
+      if (w.state !== State.Idle) return true;
       this.attempt(w);
       return false;
     });
@@ -321,8 +290,8 @@ export class Waiters implements ReadyListener {
     const sw = this.watches.get(session);
     if (sw) {
       this.watches.delete(session);
-      // After its reserves in each shard's batch: none can store it again.
-      for (const tube of sw.kept.values()) this.host.submit(jobOps.dropWatch(null, ignore, session.owner, [tube]));
+      // After its reserves in the store's batch: none can store it again.
+      if (sw.kept) this.host.submit(jobOps.dropWatch(null, ignore, session.owner));
     }
     const w = this.bySession.get(session);
     if (!w) return;
@@ -363,67 +332,9 @@ export class Waiters implements ReadyListener {
 
   private attempt(w: Waiter): void {
     w.state = State.Attempting;
-    const count = w.many ?? w.run;
-    if (w.shards.length === 1) {
-      w.lookedAt = this.wakeUps;
-      this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, count, watchOf(w)));
-      return;
-    }
-    const n = w.shards.length;
-    w.survey = { pending: n, candidates: new Array(n).fill([]), wakeMs: -1, failure: null, order: [], taken: new Array(n).fill([]) };
-    w.shards.forEach((tubes, shard) => this.host.submit(jobOps.candidates({ w, shard }, this.surveyed, tubes, count, w.session.owner, watchOf(w))));
+    w.lookedAt = this.wakeUps;
+    this.host.submit(jobOps.reserve(w, this.attempted, w.session.owner, w.tubes, w.many ?? w.run, watchOf(w)));
   }
-
-  /** One shard's candidates are in; once all are, reserve in the shards of the most urgent. */
-  private readonly surveyed = (op: JobOp<{ w: Waiter; shard: number }, CandidateResult>, r: CandidateResult, err: Error | null): void => {
-    const { w, shard } = op.ctx;
-    const survey = w.survey!;
-    // Candidates take nothing: their failure is a failed attempt, never one of unknown outcome.
-    if (err) survey.failure = new Error(err.message);
-    else if (typeof r === 'number') {
-      if (r >= 0 && (survey.wakeMs < 0 || r < survey.wakeMs)) survey.wakeMs = r;
-    } else survey.candidates[shard] = r;
-    if (--survey.pending > 0) return;
-    if (w.state === State.Done) { w.survey = null; return; }
-    // The most urgent of all shards' candidates (each shard's list is in its reserve order).
-    const all = survey.candidates.flatMap((list, s) => list.map((c, k) => ({ ...c, s, k })));
-    all.sort((a, b) => a.pri - b.pri || a.createdMs - b.createdMs || a.s - b.s || a.k - b.k);
-    survey.order = all.slice(0, w.many ?? w.run).map((c) => c.s);
-    if (survey.order.length === 0) {
-      w.survey = null;
-      this.settleAttempt(w, survey.wakeMs, survey.failure);
-      return;
-    }
-    const counts = new Map<number, number>();
-    for (const s of survey.order) counts.set(s, (counts.get(s) ?? 0) + 1);
-    survey.pending = counts.size;
-    survey.failure = null;
-    for (const [s, count] of counts) this.host.submit(jobOps.reserve({ w, shard: s }, this.reservedInShard, w.session.owner, w.shards[s]!, count, watchOf(w)));
-  };
-
-  /** One shard's reserve is in; once all are, the jobs go out in the order of their candidates. */
-  private readonly reservedInShard = (op: JobOp<{ w: Waiter; shard: number }, ReserveResult>, r: ReserveResult, err: Error | null): void => {
-    const { w, shard } = op.ctx;
-    const survey = w.survey!;
-    // An unknown outcome wins: the session closes, and everything it holds is found and handed back.
-    if (err && (!survey.failure || isOutcomeUnknown(err))) survey.failure = err;
-    else if (typeof r === 'object') survey.taken[shard] = r.jobs;
-    if (--survey.pending > 0) return;
-    w.survey = null;
-    const next = survey.taken.map(() => 0);
-    const jobs: ReservedJob[] = [];
-    for (const s of survey.order) {
-      const job = survey.taken[s]![next[s]!++];
-      if (job) jobs.push(job);
-    }
-    if (survey.failure && isOutcomeUnknown(survey.failure)) {
-      if (jobs.length > 0) this.host.giveBack(w.session.owner, jobs);
-      this.settleAttempt(w, -1, survey.failure);
-    }
-    else if (jobs.length > 0) this.settleAttempt(w, { jobs, drained: false }, null);
-    else if (survey.failure) this.settleAttempt(w, -1, survey.failure);
-    else if (w.state !== State.Done) this.attempt(w); // all taken by others meanwhile: look again
-  };
 
   private readonly attempted = (op: JobOp<Waiter, ReserveResult>, r: ReserveResult, err: Error | null): void => {
     this.settleAttempt(op.ctx, r, err);
@@ -451,9 +362,9 @@ export class Waiters implements ReadyListener {
       return;
     }
     const drained = typeof r === 'object' ? r.drained : r === -1;
-    // Only a single-shard attempt sets lookedAt; no wake-up while it was out: nothing new since its look.
+    // No wake-up while the attempt was out: nothing new since its look.
     // (Not a wide one's: a look over its tubes costs little, remembering them more.)
-    if (drained && w.view.wide === null && w.shards.length === 1 && w.lookedAt === this.wakeUps) this.remember(w.tubes);
+    if (drained && w.view.wide === null && w.lookedAt === this.wakeUps) this.remember(w.tubes);
     // Jobs left where a mark said none (a wake-up lost in a fault): the mark is stale.
     else if (typeof r === 'object' && !r.drained) for (const t of w.tubes) this.drained.delete(t);
     if (typeof r === 'object') {

@@ -1,14 +1,11 @@
 // A storage backend as the sidecar sees it: a job store, a room store, and
 // the wake-up events, opened and closed together.
-import type { JobStore, ReadyListener, ShardMap } from './job-store.js';
+import type { JobStore, ReadyListener } from './job-store.js';
 import type { RoomStore } from './room-store.js';
 
 export interface Backend {
-  /** The whole data set: each call goes to the shard of its tube or id, or to all of them. */
+  /** The whole data set, batched and split over shards inside. */
   readonly jobs: JobStore;
-  /** Each shard's own store (the sidecar batches per shard), and which holds what. */
-  readonly shards: readonly JobStore[];
-  readonly shardMap: ShardMap;
   readonly rooms: RoomStore;
   /** Connects and starts delivering wake-ups to the listener. */
   open(listener: ReadyListener): Promise<void>;

@@ -1,8 +1,7 @@
 // What the server may ask of a job store: the contract between server/ and
 // any backend (today: Redis, src/store/redis/). Values in, values out; no
 // backend type crosses it. Errors are StoreError (src/store/errors.ts).
-import type { StoreError } from './errors.js';
-import type { AnyJobOp, OpResult, ReservedJob } from './ops.js';
+import type { AnyJobOp, ReservedJob } from './ops.js';
 
 export type JobState = 'ready' | 'delayed' | 'reserved' | 'buried';
 
@@ -33,14 +32,8 @@ export type PeekState = 'ready' | 'delayed' | 'buried';
 /** A counters snapshot of a sidecar, as published with its heartbeat. */
 export type NodeSnapshot = Record<string, string>;
 
-export interface JobStore {
-  /**
-   * Applies ops from any connections as one atomic call, in order; one result
-   * per op, or a StoreError for an op that alone could not be applied (a put
-   * while the store is full). A failure of the whole call rejects.
-   */
-  apply(ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>>;
-
+/** What the store answers call by call, each on its own. */
+export interface JobCalls {
   /** The tube of a job, or null when it does not exist (a job never changes tube). */
   jobTube(id: string): Promise<string | null>;
   reserveJob(owner: string, id: string, tube: string): Promise<ReservedJob | null>;
@@ -81,10 +74,34 @@ export interface JobStore {
   promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }>;
 }
 
+/** A batch call's size, its time in ms, and whether it failed (for metrics and tracing). */
+export type BatchObserver = (ops: number, ms: number, failed: boolean) => void;
+
+export interface JobStore extends JobCalls {
+  /**
+   * Takes an op from any connection into the store's batch: ops go to the
+   * store together, each answered through its `done` with its result, or
+   * with the error it met (a StoreError: a put while the store is full, or
+   * the failure of the call it went in). Ops on the same jobs and tubes are
+   * applied in the order submitted; others may be answered out of it.
+   */
+  submit(op: AnyJobOp): void;
+  /** Ops submitted and not yet answered (a graceful stop waits for none). */
+  readonly pending: number;
+  /**
+   * Whether one atomic step reserves over all these tubes: only then does a
+   * reserve of several jobs see them all at once (a pipelined run of
+   * reserves takes its jobs together only then).
+   */
+  reservesAtOnce(tubes: readonly string[]): boolean;
+  /** Reports every batch call from now on. */
+  observe(observer: BatchObserver): void;
+}
+
 /**
- * How the data set is split into shards: the shard of a tube (all its jobs
- * live there) and of a job id. One batch call, and every state change, goes
- * to one shard.
+ * How a store splits its data set into shards (a store's own business):
+ * the shard of a tube (all its jobs live there) and of a job id. One batch
+ * call, and every state change, goes to one shard.
  */
 export interface ShardMap {
   readonly count: number;

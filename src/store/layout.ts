@@ -4,6 +4,7 @@
 // their name hashes to; a job id tells its shard (id = seq * shards + shard,
 // lua/jobs/batch.lua). With one shard, everything is in `{prefix:0}`.
 import slotOf from 'cluster-key-slot';
+import type { ShardMap } from './job-store.js';
 
 /** Redis Cluster's hash slots. */
 const SLOTS = 16384;
@@ -31,12 +32,15 @@ export class Layout {
   readonly shardCountKey: string;
   /** The job sequence of a one-shard data set (one written before the count was recorded has one shard). */
   readonly oneShardSeqKey: string;
+  /** Which shard holds what, as the sharded store routes by it. */
+  readonly map: ShardMap;
 
   constructor(readonly prefix: string, readonly shards = 1) {
     if (!Number.isInteger(shards) || shards < 1 || shards > MAX_SHARDS) throw new RangeError(`shards must be an integer from 1 to ${MAX_SHARDS}, not ${shards}`);
     this.shardKeys = Array.from({ length: shards }, (_, i) => new ShardKeys(shardTag(prefix, i, shards), i, shards));
     this.shardCountKey = `{${prefix}:0}:shards`;
     this.oneShardSeqKey = `{${prefix}:0}:seq`;
+    this.map = { count: shards, ofTube: (name) => this.shardOf(name), ofId: (id) => this.shardOfId(id) };
   }
 
   /** The shard of a tube (or a waiting room): a stable hash of its name. */

@@ -38,11 +38,11 @@ export interface JobOp<C = unknown, R = OpResult> {
   readonly id: string;
   /** put, burn-id, delete, release, bury, touch: the job's tube (for burn-id, the tube used). */
   readonly tube: string;
-  /** reserve, candidate: the watched tubes (of one shard). */
+  /** reserve, candidate: the watched tubes. */
   readonly tubes: readonly string[];
   /**
    * reserve, candidate: -1, or the version of `owner`'s watch list that
-   * `tubes` are (its part in one shard): the store may keep the list and
+   * `tubes` are: the store may keep the list and
    * reserve over what it kept, without the tubes travelling with each call.
    */
   readonly watch: number;
@@ -82,15 +82,12 @@ export const jobOps = {
   /** `watch`: the version of the owner's watch list that `tubes` are, or -1 (see JobOp.watch). */
   reserve: <C>(ctx: C, done: Completion<C, ReserveResult>, owner: string, tubes: readonly string[], count: number, watch = -1) =>
     op(OpCode.Reserve, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count, watch),
-  /** What a reserve of `count` over these tubes would take, taking nothing (reserve across shards). */
+  /** What a reserve of `count` over these tubes would take, taking nothing (the store's own, to reserve across shards). */
   candidates: <C>(ctx: C, done: Completion<C, CandidateResult>, tubes: readonly string[], count: number, owner = '', watch = -1) =>
     op(OpCode.Candidate, ctx, done, owner, '', '', tubes, 0, 0, 0, null, count, watch),
-  /**
-   * The owner's watch list kept by reserves with `watch` (JobOp.watch) goes, in
-   * the shard of `tubes` (some of the tubes it held there): its connection closed.
-   */
-  dropWatch: <C>(ctx: C, done: Completion<C, boolean>, owner: string, tubes: readonly string[]) =>
-    op(OpCode.DropWatch, ctx, done, owner, '', '', tubes, 0, 0, 0, null),
+  /** The owner's watch list kept by reserves with `watch` (JobOp.watch) goes: its connection closed. */
+  dropWatch: <C>(ctx: C, done: Completion<C, boolean>, owner: string) =>
+    op(OpCode.DropWatch, ctx, done, owner, '', '', NO_TUBES, 0, 0, 0, null),
 };
 
 /**

@@ -1,17 +1,25 @@
-// The whole data set over its shards: a JobStore that sends each call to the
-// shard of its tube or job id, and combines what every shard must answer
-// (stats, list-tubes, the promotion timer, a dead sidecar's reservations).
+// The whole data set as one JobStore. Ops submitted go into a batcher per
+// shard (src/store/batcher.ts: one script call carries what arrived while
+// the last was out), each to the shard of its job id, else of its tube; a
+// reserve over tubes of several shards is one op to its caller
+// (reserve-across.ts). Calls every shard must answer (stats, list-tubes, the
+// promotion timer, a dead sidecar's reservations) are combined here.
 // Sidecar registry (leases, counter snapshots) lives in shard 0; a lease is
 // renewed in every shard, since each shard's scripts judge tube references by it.
+import { Batcher, type BatchLimits } from './batcher.js';
 import type { StoreError } from './errors.js';
-import type { JobInfo, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
-import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js';
+import type { BatchObserver, JobCalls, JobInfo, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
+import { jobOps, OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js';
+import { reserveAcross, type TubeParts } from './reserve-across.js';
 
-/** The shard an op goes to: its job's (by id), else its tube's; a reserve's tubes share one. */
-export function shardOfOp(map: ShardMap, op: AnyJobOp): number {
-  if (map.count === 1) return 0;
-  if (op.id) return map.ofId(op.id);
-  return map.ofTube(op.code === OpCode.Reserve || op.code === OpCode.Candidate || op.code === OpCode.DropWatch ? op.tubes[0]! : op.tube);
+/** One shard's store: the calls of a JobStore, and the batch call its batcher makes. */
+export interface ShardStore extends JobCalls {
+  /**
+   * Applies ops from any connections as one atomic call, in order; one result
+   * per op, or a StoreError for an op that alone could not be applied (a put
+   * while the store is full). A failure of the whole call rejects.
+   */
+  apply(ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>>;
 }
 
 /** Items grouped by shard, each group in the items' order. */
@@ -28,30 +36,115 @@ export function byShard<T>(items: Iterable<T>, shardOf: (item: T) => number): Ma
 
 const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 
-export class ShardedJobStore implements JobStore {
-  constructor(private readonly shards: readonly JobStore[], private readonly map: ShardMap) {}
+const ONE_SHARD: TubeParts = { shards: [0], tubes: [] };
 
-  private ofTube(tube: string): JobStore {
+export class ShardedJobStore implements JobStore {
+  /** One per shard, each with its own calls in flight: shards are served in parallel. */
+  private readonly batchers: readonly Batcher[];
+  private observer: BatchObserver | null = null;
+  /** Tube lists by shard, by the list's identity (a connection's watch list is one array per version). */
+  private readonly partsOf = new WeakMap<readonly string[], TubeParts>();
+  /** The shards asked to keep an owner's watch list (JobOp.watch), until it drops it. */
+  private readonly keptWatch = new Map<string, Set<number>>();
+
+  constructor(
+    private readonly shards: readonly ShardStore[],
+    private readonly map: ShardMap,
+    limits: BatchLimits,
+    /** Where an op's completion that threw is reported (it must not keep the others from theirs). */
+    report: (err: unknown) => void,
+  ) {
+    this.batchers = shards.map((shard) => new Batcher((ops) => this.applyIn(shard, ops), limits, report));
+  }
+
+  observe(observer: BatchObserver): void {
+    this.observer = observer;
+  }
+
+  private async applyIn(shard: ShardStore, ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>> {
+    const observer = this.observer;
+    if (!observer) return shard.apply(ops);
+    const t0 = performance.now();
+    try {
+      const results = await shard.apply(ops);
+      observer(ops.length, performance.now() - t0, false);
+      return results;
+    } catch (err) {
+      observer(ops.length, performance.now() - t0, true);
+      throw err;
+    }
+  }
+
+  submit(op: AnyJobOp): void {
+    if (op.code === OpCode.Reserve) {
+      const parts = this.parts(op.tubes);
+      if (parts.shards.length === 1) this.send(parts.shards[0]!, op);
+      else reserveAcross(op, parts, this.send);
+    } else if (op.code === OpCode.DropWatch) this.dropWatch(op);
+    else this.send(op.id ? this.map.ofId(op.id) : this.map.ofTube(op.tube), op);
+  }
+
+  private readonly send = (shard: number, op: AnyJobOp): void => {
+    if (op.watch >= 0) {
+      const kept = this.keptWatch.get(op.owner);
+      if (kept) kept.add(shard);
+      else this.keptWatch.set(op.owner, new Set([shard]));
+    }
+    this.batchers[shard]!.add(op);
+  };
+
+  /** In each shard that may keep the owner's watch list, after that shard's reserves; answered once all are. */
+  private dropWatch(op: AnyJobOp): void {
+    const kept = this.keptWatch.get(op.owner);
+    this.keptWatch.delete(op.owner);
+    if (!kept) {
+      queueMicrotask(() => op.done(op, true, null));
+      return;
+    }
+    let pending = kept.size;
+    let failure: Error | null = null;
+    const dropped = (_: AnyJobOp, __: boolean, err: Error | null) => {
+      failure ??= err;
+      if (--pending === 0) op.done(op, failure === null, failure);
+    };
+    for (const shard of kept) this.batchers[shard]!.add(jobOps.dropWatch(null, dropped, op.owner));
+  }
+
+  get pending(): number {
+    let n = 0;
+    for (const b of this.batchers) n += b.pending;
+    return n;
+  }
+
+  /** Batch calls made and ops they carried, over all shards (for tests and metrics). */
+  get calls(): number { return this.batchers.reduce((n, b) => n + b.calls, 0); }
+  get ops(): number { return this.batchers.reduce((n, b) => n + b.ops, 0); }
+
+  reservesAtOnce(tubes: readonly string[]): boolean {
+    return this.parts(tubes).shards.length === 1;
+  }
+
+  private parts(tubes: readonly string[]): TubeParts {
+    if (this.map.count === 1 || tubes.length === 0) return ONE_SHARD;
+    let parts = this.partsOf.get(tubes);
+    if (!parts) {
+      const groups = byShard(tubes, (t) => this.map.ofTube(t));
+      parts = { shards: [...groups.keys()], tubes: [...groups.values()] };
+      this.partsOf.set(tubes, parts);
+    }
+    return parts;
+  }
+
+  private ofTube(tube: string): ShardStore {
     return this.shards[this.map.ofTube(tube)]!;
   }
 
-  private ofId(id: string): JobStore {
+  private ofId(id: string): ShardStore {
     return this.shards[this.map.ofId(id)]!;
   }
 
-  private each<R>(call: (shard: JobStore) => Promise<R>): Promise<R[]> {
+  private each<R>(call: (shard: ShardStore) => Promise<R>): Promise<R[]> {
     return Promise.all(this.shards.map(call));
-  }
-
-  /** Each shard's ops in one call, the shards in parallel; results in the ops' order. */
-  async apply(ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>> {
-    const results = new Array<OpResult | StoreError>(ops.length);
-    const groups = byShard(ops.keys(), (i) => shardOfOp(this.map, ops[i]!));
-    await Promise.all([...groups].map(async ([shard, indexes]) => {
-      const r = await this.shards[shard]!.apply(indexes.map((i) => ops[i]!));
-      indexes.forEach((i, k) => { results[i] = r[k]!; });
-    }));
-    return results;
   }
 
   jobTube(id: string): Promise<string | null> { return this.ofId(id).jobTube(id); }

@@ -178,7 +178,7 @@ async function stalledReserveDrill(how: 'RST' | 'FIN' | 'SIGTERM'): Promise<{ re
   redis.pause();
   cleanup.push(() => redis.resume());
   a.send('reserve\r\n');
-  await expect.poll(() => A.sidecar.batchers.some((b) => b.pending > 0), { interval: 5 }).toBe(true); // sent, unanswered
+  await expect.poll(() => A.backend.jobs.pending > 0, { interval: 5 }).toBe(true); // sent, unanswered
   const stopping = how === 'SIGTERM' ? A.stop() : null;
   if (how === 'RST') a.socket.resetAndDestroy();
   if (how === 'FIN') a.socket.end();

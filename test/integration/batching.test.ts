@@ -10,11 +10,10 @@ import { yamlMap, type Wire } from '../helpers/wire.js';
 import { onCluster } from '../helpers/topology.js';
 
 const ctx = sidecarPerTest(startInside);
-/** All shards' batchers together (a sharded run has one per shard). */
+/** The job store's batch calls and ops so far, over all its shards. */
 const batcher = () => {
-  const all = ctx.sidecar.sidecar.batchers;
-  const sum = (f: (b: (typeof all)[number]) => number) => all.reduce((n, b) => n + f(b), 0);
-  return { calls: sum((b) => b.calls), ops: sum((b) => b.ops), pending: sum((b) => b.pending) };
+  const { calls, ops, pending } = ctx.sidecar.backend.jobs;
+  return { calls, ops, pending };
 };
 
 /** Reads n replies (a RESERVED/FOUND line brings its body with it). */

@@ -8,6 +8,7 @@ import { jobOps, type Candidate, type Reservation } from '../../src/store/ops.js
 import { JOB_INFO_REPLY, RedisJobStore, TUBE_COUNTS_REPLY } from '../../src/store/redis/job-store.js';
 import { ROOM_STATE_REPLY, RedisRoomStore } from '../../src/store/redis/room-store.js';
 import { bindScripts, loadScripts } from '../../src/store/redis/scripts.js';
+import { ShardedJobStore } from '../../src/store/sharded.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { uniquePrefix } from '../helpers/redstalk.js';
 import { describeJobStore } from './job-store.conformance.js';
@@ -24,10 +25,24 @@ function openStore(): { redis: Redis; layout: Layout; keys: ShardKeys; store: Re
   return { redis, layout, keys, scripts, store: new RedisJobStore(redis, scripts.jobs, keys) };
 }
 
-describeJobStore('Redis', async () => {
-  const { redis, store } = openStore();
-  return { store, close: async () => { redis.disconnect(); } };
-});
+const LIMITS = { maxOps: 1000, maxBytes: 1 << 20, maxInFlight: 1 };
+const thrown = (err: unknown) => { throw err; };
+
+/** The whole data set over `shards` shards, each a Redis job store, batched as a sidecar's. */
+function openSharded(shards: number): { redis: Redis; store: ShardedJobStore } {
+  const redis = new Redis(server.url);
+  const scripts = bindScripts(redis);
+  const layout = new Layout(uniquePrefix(), shards);
+  const stores = Array.from({ length: shards }, (_, i) => new RedisJobStore(redis, scripts.jobs, layout.keys(i)));
+  return { redis, store: new ShardedJobStore(stores, layout.map, LIMITS, thrown) };
+}
+
+for (const shards of [1, 2]) {
+  describeJobStore(`Redis, ${shards} shard${shards > 1 ? 's' : ''}`, async () => {
+    const { redis, store } = openSharded(shards);
+    return { store, shards, close: async () => { redis.disconnect(); } };
+  });
+}
 
 describe('Redis job store', () => {
   it('keeps every job in exactly the sets of its state', async () => {

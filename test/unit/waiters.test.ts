@@ -24,7 +24,7 @@ function fakeSession() {
 describe('waiters with a store that refuses attempts', () => {
   it('keep a blocked reserve waiting through failed attempts, and serve it once the store answers', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf: () => 0 });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, reservesAtOnce: () => true });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, null);
     const fail = (op: AnyJobOp) => op.done(op, undefined, new StoreError('failed', "Stream isn't writeable"));
@@ -43,7 +43,7 @@ describe('waiters with a store that refuses attempts', () => {
 
   it('end a reserve-with-timeout with TIMED_OUT when its time is up while the store refuses', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf: () => 0 });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, reservesAtOnce: () => true });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, 0);
     const op = ops.shift()!;
@@ -54,7 +54,7 @@ describe('waiters with a store that refuses attempts', () => {
 
   it('fail the session (which closes it) when an attempt\'s outcome is unknown: a job may have been reserved for it', async () => {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf: () => 0 });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, reservesAtOnce: () => true });
     const { session, got } = fakeSession();
     const done = waiters.wait(session, null);
     const op = ops.shift()!;
@@ -66,9 +66,9 @@ describe('waiters with a store that refuses attempts', () => {
 
 describe('waiters handing jobs over and knowing drained tubes', () => {
   const job = (id: string, tube = 'default'): ReservedJob => ({ id, tube, ttr: 60, body: Buffer.from('x') });
-  function setup(shardOf: (tube: string) => number = () => 0) {
+  function setup(reservesAtOnce: (tubes: readonly string[]) => boolean = () => true) {
     const ops: AnyJobOp[] = [];
-    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, shardOf });
+    const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, reservesAtOnce });
     /** Answers the oldest op in the batch with r. */
     const answer = (r: unknown) => { const op = ops.shift()!; op.done(op, r, null); };
     return { ops, waiters, answer };
@@ -166,16 +166,16 @@ describe('waiters handing jobs over and knowing drained tubes', () => {
     expect(ops.map((op) => op.ctx.session)).toEqual([b.session]);
   });
 
-  it('hand nothing over to a waiter whose tubes span shards (it must compare them first)', () => {
-    const { ops, waiters, answer } = setup((tube) => (tube === 'default' ? 0 : 1));
+  it('hand a job over to a waiter whose tubes the store cannot reserve over at once: its reserve is still one op', () => {
+    const { ops, waiters, answer } = setup((tubes) => tubes.length === 1);
     const a = fakeSession();
     (a.session as unknown as { watched: string[] }).watched = ['default', 'b'];
+    expect(waiters.reservesAtOnce(a.session)).toBe(false);
     void waiters.wait(a.session, null);
-    answer(-1);
-    answer(-1); // each shard's candidates: none
+    answer(-1); // nothing in any of them: drained
     expect(ops).toEqual([]);
     waiters.readying('default');
-    expect(ops).toEqual([]);
+    expect(ops.map((op) => [op.code, op.tubes])).toEqual([['v', ['default', 'b']]]);
   });
 
   it('serve waiters watching many tubes and waiters watching few in the order they came, naming a wide one\'s watch list by version, and drop it when it closes', () => {

@@ -1,10 +1,11 @@
 // The Redis backend: the command link, the pub/sub link for wake-ups, the
 // scripts (bound once for jobs and rooms), and the stores over them: one job
-// store per shard, and the whole data set over them.
+// store per shard, and the whole data set over them (batched per shard).
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Backend } from '../backend.js';
-import type { JobStore, ReadyListener, ShardMap } from '../job-store.js';
+import type { ReadyListener } from '../job-store.js';
+import type { BatchLimits } from '../batcher.js';
 import { Layout } from '../layout.js';
 import type { RoomSettings } from '../room-store.js';
 import { ShardedJobStore } from '../sharded.js';
@@ -25,6 +26,8 @@ export interface RedisBackendOptions {
   /** Writes are done once this many replicas have them (WAIT, within timeoutMs); 0: once the primary has them. */
   minReplicas: { count: number; timeoutMs: number };
   roomDefaults: RoomSettings;
+  /** How big one batch call may grow, and how many go out at once (--batch-ops, --batch-bytes, --batch-in-flight). */
+  batch: BatchLimits;
   log: Logger;
 }
 
@@ -46,9 +49,9 @@ export function transferMs(bytes: number): number {
 }
 
 export class RedisBackend implements Backend {
-  readonly jobs: JobStore;
+  readonly jobs: ShardedJobStore;
+  /** Each shard's own store. */
   readonly shards: readonly RedisJobStore[];
-  readonly shardMap: ShardMap;
   readonly rooms: RedisRoomStore;
   readonly layout: Layout;
   private readonly redis: RedisClient;
@@ -60,7 +63,6 @@ export class RedisBackend implements Backend {
     const { log } = options;
     const layout = new Layout(options.prefix, options.shards);
     this.layout = layout;
-    this.shardMap = { count: layout.shards, ofTube: (name) => layout.shardOf(name), ofId: (id) => layout.shardOfId(id) };
     // A call may wait for replicas (WAIT) on top of moving the biggest job.
     const callMs = options.timeoutMs + transferMs(options.maxJobSize) + options.minReplicas.timeoutMs;
     this.redis = connectRedis(options.url, commandLinkOptions(callMs));
@@ -70,7 +72,7 @@ export class RedisBackend implements Backend {
     this.subscriber.on('error', (err) => log.warn({ err }, 'redis subscriber error'));
     const scripts = bindScripts(this.redis, { shardedPubSub: this.sharded });
     this.shards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.redis, scripts.jobs, layout.keys(i), options.minReplicas));
-    this.jobs = layout.shards === 1 ? this.shards[0]! : new ShardedJobStore(this.shards, this.shardMap);
+    this.jobs = new ShardedJobStore(this.shards, layout.map, options.batch, (err) => log.error({ err }, 'batched command completion failed (bug)'));
     this.rooms = new RedisRoomStore(scripts.rooms, layout, options.roomDefaults);
   }
 

@@ -2,12 +2,13 @@
 // Lua script (lua/jobs/) with its keys in KEYS and time from Redis. Reads that
 // need no atomicity use plain commands.
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
-import type { JobInfo, JobState, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
+import type { JobInfo, JobState, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { BatchEncoder, decodeBatch, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
 import { sendEncoded } from './encoded-call.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
 import { isStoreFull, StoreError } from '../errors.js';
+import type { ShardStore } from '../sharded.js';
 import type { BoundScript } from './scripts.js';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
@@ -34,7 +35,7 @@ function redisMs([seconds, micros]: [string, string]): number {
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
-export class RedisJobStore implements JobStore {
+export class RedisJobStore implements ShardStore {
   /** Redis' clock minus ours (ms), learned from each promotion tick. */
   private clockOffset = 0;
   private readonly encoder: BatchEncoder;
