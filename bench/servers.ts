@@ -67,6 +67,8 @@ const clusters = new Set<{ stop(): Promise<void> }>();
 
 /** Extra redstalk flags for tuning runs, e.g. REDSTALK_BENCH_FLAGS='--batch-inflight 2'. */
 const SIDECAR_FLAGS = (process.env.REDSTALK_BENCH_FLAGS ?? '').split(' ').filter(Boolean);
+/** Extra Node flags for every sidecar, e.g. REDSTALK_BENCH_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile it. */
+const SIDECAR_NODE_FLAGS = (process.env.REDSTALK_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
 /** The beanstalkd binary the beanstalkd target runs: the one on PATH unless useBeanstalkd named another. */
 export let beanstalkdBinary = 'beanstalkd';
@@ -289,7 +291,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
     for (let i = 0; i < (o.sidecars ?? 1); i++) {
       const port = await freePort();
       const sidecar = await launch(process.execPath, [
-        '--import', 'tsx', 'src/cli.ts', '--redis', redis.url,
+        ...SIDECAR_NODE_FLAGS, '--import', 'tsx', 'src/cli.ts', '--redis', redis.url,
         '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...flags,
       ], port, checkout);
       sidecars.push(sidecar);
