@@ -5,7 +5,9 @@
 // during a round trip; a lone command on an idle sidecar is sent at the end
 // of the current event-loop turn, with no timer. Ops settle in the order
 // they were added; a connection whose ops went to several shards' batchers
-// puts their replies back in its order itself.
+// puts their replies back in its order itself. Batchers whose calls share a
+// link flush together (LinkFlush): what all of them send in one turn leaves
+// in one write.
 
 import type { AnyJobOp, OpResult } from './ops.js';
 
@@ -35,14 +37,19 @@ export class Batcher {
     readonly limits: BatchLimits,
     /** Where an op's completion that threw is reported (it must not keep the others from theirs). */
     private readonly report: (err: unknown) => void,
+    /** The batchers it flushes with, if any. */
+    private readonly link: LinkFlush | null = null,
   ) {}
 
   add(op: AnyJobOp): void {
     this.queue.push(op);
-    if (!this.scheduled && this.inFlight < this.limits.maxInFlight) {
-      this.scheduled = true;
-      setImmediate(this.flush);
-    }
+    if (!this.scheduled && this.inFlight < this.limits.maxInFlight) this.schedule();
+  }
+
+  private schedule(): void {
+    this.scheduled = true;
+    if (this.link) this.link.request(this);
+    else setImmediate(this.flush);
   }
 
   /** Ops queued or in flight (a graceful stop waits for none). */
@@ -50,7 +57,8 @@ export class Batcher {
     return this.queue.length + this.opsInFlight;
   }
 
-  private readonly flush = (): void => {
+  /** Sends what is queued, as far as calls in flight allow (its LinkFlush calls it). */
+  readonly flush = (): void => {
     this.scheduled = false;
     while (this.queue.length > 0 && this.inFlight < this.limits.maxInFlight) this.send(this.take());
   };
@@ -97,7 +105,39 @@ export class Batcher {
         this.report(e);
       }
     }
-    // What arrived during the round trip (and what the completions just added) goes now.
-    this.flush();
+    // What arrived during the round trip (and what the completions just added) goes now,
+    // or with the other batchers of its link at the end of this turn.
+    if (!this.link) this.flush();
+    else if (this.queue.length > 0 && !this.scheduled) this.schedule();
   }
+}
+
+/**
+ * Batchers whose calls go over one link (the shards on one Redis): those
+ * with something to send in an event-loop turn flush together inside
+ * `together` (the backend corks the link around it), so their calls leave
+ * in one write, and Redis reads them in one read.
+ */
+export class LinkFlush {
+  private readonly due = new Set<Batcher>();
+  private scheduled = false;
+
+  constructor(private readonly together: (send: () => void) => void) {}
+
+  request(batcher: Batcher): void {
+    this.due.add(batcher);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.run);
+    }
+  }
+
+  private readonly run = (): void => {
+    this.scheduled = false;
+    const due = [...this.due];
+    this.due.clear();
+    this.together(() => {
+      for (const batcher of due) batcher.flush();
+    });
+  };
 }

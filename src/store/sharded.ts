@@ -6,7 +6,7 @@
 // promotion timer, a dead sidecar's reservations) are combined here.
 // Sidecar registry (leases, counter snapshots) lives in shard 0; a lease is
 // renewed in every shard, since each shard's scripts judge tube references by it.
-import { Batcher, type BatchLimits } from './batcher.js';
+import { Batcher, LinkFlush, type BatchLimits } from './batcher.js';
 import type { StoreError } from './errors.js';
 import type { BatchObserver, JobCalls, JobInfo, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
 import { jobOps, OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js';
@@ -53,8 +53,15 @@ export class ShardedJobStore implements JobStore {
     limits: BatchLimits,
     /** Where an op's completion that threw is reported (it must not keep the others from theirs). */
     report: (err: unknown) => void,
+    /**
+     * Runs `send` with the links to the store held back until it returns
+     * (corked): the calls of every shard made in one turn then leave in one
+     * write per link, not one each.
+     */
+    together?: (send: () => void) => void,
   ) {
-    this.batchers = shards.map((shard) => new Batcher((ops) => this.applyIn(shard, ops), limits, report));
+    const link = together && shards.length > 1 ? new LinkFlush(together) : null;
+    this.batchers = shards.map((shard) => new Batcher((ops) => this.applyIn(shard, ops), limits, report, link));
   }
 
   observe(observer: BatchObserver): void {

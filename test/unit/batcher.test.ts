@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Batcher, type BatchLimits } from '../../src/store/batcher.js';
+import { Batcher, LinkFlush, type BatchLimits } from '../../src/store/batcher.js';
 import { jobOps, type Completion, type OpResult } from '../../src/store/ops.js';
 
 interface Call { ops: string[]; settle(results: OpResult[] | Error): void }
@@ -108,5 +108,28 @@ describe('Batcher', () => {
     h.calls[0]!.settle([1]);
     await h.turn();
     expect(h.calls.map((c) => c.ops)).toEqual([['a'], ['b', 'from-completion']]);
+  });
+
+  it('flushes the batchers of one link together: their calls of a turn are made inside one `together`, also after calls return', async () => {
+    const events: string[] = [];
+    const pending: Array<() => void> = [];
+    const link = new LinkFlush((send) => { events.push('['); send(); events.push(']'); });
+    const batcher = (name: string) => new Batcher((ops) => {
+      events.push(`${name}:${ops.map((o) => o.tube).join(',')}`);
+      return new Promise((resolve) => pending.push(() => resolve(ops.map(() => '1'))));
+    }, { maxOps: 100, maxBytes: 1 << 20, maxInFlight: 1 }, (err) => { throw err; }, link);
+    const [a, b] = [batcher('A'), batcher('B')];
+    const put = (to: Batcher, tube: string) => to.add(jobOps.put(null, () => {}, tube, 0, 0, 1, Buffer.alloc(0)));
+    put(a, 'a1');
+    put(b, 'b1');
+    expect(events).toEqual([]);
+    await new Promise((r) => setImmediate(r));
+    expect(events).toEqual(['[', 'A:a1', 'B:b1', ']']);
+    put(a, 'a2');
+    put(b, 'b2'); // queued behind the calls in flight
+    for (const settle of pending.splice(0)) settle();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(events.slice(4)).toEqual(['[', 'A:a2', 'B:b2', ']']);
   });
 });

@@ -72,8 +72,20 @@ export class RedisBackend implements Backend {
     this.subscriber.on('error', (err) => log.warn({ err }, 'redis subscriber error'));
     const scripts = bindScripts(this.redis, { shardedPubSub: this.sharded });
     this.shards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.redis, scripts.jobs, layout.keys(i), options.minReplicas));
-    this.jobs = new ShardedJobStore(this.shards, layout.map, options.batch, (err) => log.error({ err }, 'batched command completion failed (bug)'));
+    this.jobs = new ShardedJobStore(this.shards, layout.map, options.batch, (err) => log.error({ err }, 'batched command completion failed (bug)'),
+      (send) => this.corked(send));
     this.rooms = new RedisRoomStore(scripts.rooms, layout, options.roomDefaults);
+  }
+
+  /** Runs `send` with the command link's sockets corked: what it writes leaves in one write per node. */
+  private corked(send: () => void): void {
+    const streams = (this.redis instanceof Cluster ? this.redis.nodes('master') : [this.redis]).map((r) => r.stream).filter((s) => s?.writable);
+    for (const s of streams) s.cork();
+    try {
+      send();
+    } finally {
+      for (const s of streams) s.uncork();
+    }
   }
 
   async open(listener: ReadyListener): Promise<void> {
