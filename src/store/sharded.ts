@@ -58,9 +58,9 @@ export class ShardedJobStore implements JobStore {
      * (corked): the calls of every shard made in one turn then leave in one
      * write per link, not one each.
      */
-    together?: (send: () => void) => void,
+    private readonly together: (send: () => void) => void = (send) => send(),
   ) {
-    const link = together && shards.length > 1 ? new LinkFlush(together) : null;
+    const link = shards.length > 1 ? new LinkFlush(together) : null;
     this.batchers = shards.map((shard) => new Batcher((ops) => this.applyIn(shard, ops), limits, report, link));
   }
 
@@ -150,8 +150,11 @@ export class ShardedJobStore implements JobStore {
     return this.shards[this.map.ofId(id)]!;
   }
 
-  private each<R>(call: (shard: ShardStore) => Promise<R>): Promise<R[]> {
-    return Promise.all(this.shards.map(call));
+  /** The call made in every shard, together (one write per link, as batches). */
+  private each<R>(call: (shard: ShardStore, i: number) => Promise<R>): Promise<R[]> {
+    let calls: Array<Promise<R>> = [];
+    this.together(() => { calls = this.shards.map(call); });
+    return Promise.all(calls);
   }
 
   jobTube(id: string): Promise<string | null> { return this.ofId(id).jobTube(id); }
@@ -177,7 +180,7 @@ export class ShardedJobStore implements JobStore {
   /** Each shard counts the tubes it holds; the totals of all shards are summed. */
   async tubeCounts(names: readonly string[]): Promise<TotalCounts> {
     const groups = byShard(names, (name) => this.map.ofTube(name));
-    const counted = await Promise.all(this.shards.map((s, i) => s.tubeCounts(groups.get(i) ?? [])));
+    const counted = await this.each((s, i) => s.tubeCounts(groups.get(i) ?? []));
     const tubes = new Map(names.flatMap((name) => {
       const c = counted[this.map.ofTube(name)]!.tubes.get(name);
       return c ? [[name, c] as const] : [];
@@ -201,7 +204,7 @@ export class ShardedJobStore implements JobStore {
 
   async heartbeat(node: string, ttlMs: number, snapshot: ReadonlyArray<string | number>): Promise<boolean> {
     // The counters snapshot is kept in shard 0 only; every shard gets the lease.
-    const fresh = await Promise.all(this.shards.map((s, i) => s.heartbeat(node, ttlMs, i === 0 ? snapshot : [])));
+    const fresh = await this.each((s, i) => s.heartbeat(node, ttlMs, i === 0 ? snapshot : []));
     return fresh.some(Boolean);
   }
 
