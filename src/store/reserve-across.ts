@@ -3,7 +3,9 @@
 // taking nothing), then the shards of the most urgent (lowest priority, then
 // the earliest put) reserve them. Between the two steps another client may
 // take one of those jobs: a shard's reserve then takes its next one, and if
-// no shard had any left, it looks again at once.
+// no shard had any left, it looks again at once. A shard that fails to
+// answer is left out of that look (it fails the reserve only when no other
+// shard had a job).
 import { isOutcomeUnknown, StoreError } from './errors.js';
 import { jobOps, type AnyJobOp, type Candidate, type CandidateResult, type JobOp, type ReservedJob, type ReserveResult } from './ops.js';
 
@@ -49,11 +51,12 @@ class Across {
       if (r >= 0 && (this.wakeMs < 0 || r < this.wakeMs)) this.wakeMs = r;
     } else this.candidates[c.ctx] = r;
     if (--this.pending > 0) return;
-    if (this.failure) return this.answer(-1, this.failure);
+    // A shard that could not answer (its slot moving, say) keeps no other shard's jobs from the reserve.
     const all = this.candidates.flatMap((list, part) => list.map((candidate, k) => ({ ...candidate, part, k })));
     all.sort((a, b) => a.pri - b.pri || a.createdMs - b.createdMs || a.part - b.part || a.k - b.k);
     this.order = all.slice(0, this.op.count).map((candidate) => candidate.part);
-    if (this.order.length === 0) return this.answer(this.wakeMs, null);
+    if (this.order.length === 0) return this.answer(this.wakeMs, this.failure);
+    this.failure = null;
     const counts = new Map<number, number>();
     for (const part of this.order) counts.set(part, (counts.get(part) ?? 0) + 1);
     this.pending = counts.size;

@@ -84,9 +84,19 @@ describe('the sharded job store', () => {
   });
 
   it('counts a failed look for candidates as failed, never unknown: candidates take nothing', async () => {
-    const { reserve } = setup((shard) => (shard === 1 ? new StoreError('unknown', 'Command timed out') : [[{ pri: 0, createdMs: 1 }]]));
+    const { reserve } = setup((shard) => (shard === 1 ? new StoreError('unknown', 'Command timed out') : [-1]));
     const { err } = await reserve(['a', 'b'], 1);
     expect((err as StoreError).kind).toBe('failed');
+  });
+
+  it('takes the jobs of the shards that answered when another shard cannot (its slot moving, say)', async () => {
+    const { reserve } = setup((shard, ops) => {
+      if (shard === 1) return new StoreError('failed', 'TRYAGAIN Multiple keys request during rehashing of slot');
+      return ops.map((op) => (op.code === OpCode.Candidate ? [{ pri: 3, createdMs: 1 }] : { jobs: [job('2', 'a')], drained: false }));
+    });
+    const { r, err } = await reserve(['a', 'b'], 1);
+    expect(err).toBeNull();
+    expect(r).toEqual({ jobs: [job('2', 'a')], drained: false });
   });
 
   it('drops a kept watch list in the shards asked to keep it, after their reserves, and answers at once when none were', async () => {
