@@ -6,9 +6,16 @@
 // out. A call whose script is gone is answered NOSCRIPT, having run nothing,
 // and goes again with EVAL (src/store/redis/encoded-call.ts, ioredis'
 // defineCommand): every command keeps working, at one more round trip per
-// script each time it was dropped. (README "Servers".)
+// script each time it was dropped. And a server that cannot run Lua at all
+// (Valkey 9.1+ built with BUILD_LUA=no) is refused at the start, saying why.
+// (README "Servers".)
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freePort, waitForPort } from '../helpers/ports.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
 import { onCluster } from '../helpers/topology.js';
@@ -102,6 +109,22 @@ describe.skipIf(onCluster)('the script cache', () => {
         expect(evicted).toBeGreaterThanOrEqual(round * (FLOOD - 500));
         expect(dropped).toBeGreaterThan(0); // its scripts were among those evicted, and came back by EVAL
       }
+    }
+  });
+
+  it('refuses to start, saying why, on a server that cannot run Lua scripts', async () => {
+    // EVAL renamed away stands in for a Valkey without Lua, which answers "Could not find scripting engine 'lua'".
+    const port = await freePort();
+    const dir = mkdtempSync(path.join(tmpdir(), 'redstalk-test-nolua-'));
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--rename-command', 'EVAL', ''], { stdio: 'ignore' });
+    try {
+      await waitForPort(port);
+      await expect(startRedstalk({ redisUrl: `redis://127.0.0.1:${port}` })).rejects.toThrow(/^this Redis cannot run Lua scripts \(ERR unknown command 'EVAL'.*\), and redstalk makes every change with one/);
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
