@@ -141,7 +141,7 @@ export class RedisBackend implements Backend {
    */
   private async checkScripting(): Promise<void> {
     try {
-      await this.redis.call('EVAL', 'return 1', 0);
+      await this.redis.call('EVAL', '#!lua flags=no-writes\nreturn 1', 0); // no-writes: also on a replica, or a Redis out of memory
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
       if (!/scripting engine|unknown command/i.test(message)) throw err;
