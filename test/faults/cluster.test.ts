@@ -11,12 +11,16 @@
 //   b. a live resharding: `redis-cli --cluster reshard` moves a few hundred slots,
 //      among them slots holding the sidecars' keys, from one primary to another.
 //      Checked: no acknowledged job lost; failed client commands are listed.
+//   c. the same by atomic slot migration (Valkey 9+, `--cluster-use-atomic-slot-migration`:
+//      the target takes the slots' keys in the background, then owns them all at once);
+//      skipped on servers without it.
 // And, without load: a sidecar with --shards 12 has keys on all 3 primaries.
 //
 //   npx vitest run test/faults/cluster.test.ts
 //   FAULTS_FULL=1 npx vitest run test/faults/cluster.test.ts
 // Post-mortem: FAULTS_LOG_DIR=<dir> (sidecar logs, and the cluster nodes' logs of a run
 // with a failed check), FAULTS_SIDECAR_ARGS="--log-level debug".
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -93,9 +97,9 @@ function table(rows: Figures[]): string[] {
   ]));
 }
 const LEGEND = [
-  'times in ms after the fault began (a: the SIGKILL of the primary; b: the start of redis-cli --cluster reshard);',
+  'times in ms after the fault began (a: the SIGKILL of the primary; b, c: the start of redis-cli --cluster reshard);',
   'error window: first..last failed client command (an error reply, a closed connection, or a failed reconnection); fault ms: a: the failover done (a replica of the',
-  'killed primary reports role master, cluster_state:ok on every node), b: the resharding done (every node agrees on the slots); puts/reserves back: the first put',
+  'killed primary reports role master, cluster_state:ok on every node), b, c: the resharding done (every node agrees on the slots); puts/reserves back: the first put',
   'INSERTED / reserve RESERVED sent after the fault began; probes back: a put and a reserve on each sidecar from a connection of its own;',
   'dup: jobs delivered more than once (back: handed back early; ttr: after their TTR; DEL: after a DELETED reply, i.e. an acknowledged delete undone)',
 ];
@@ -331,47 +335,63 @@ describe.sequential(`Redis Cluster under load (${FULL ? 'full' : 'CI'} size)`, (
   }, TEST_TIMEOUT);
 
   it('b. live resharding: a few hundred slots, the sidecars\' among them, move to another primary; nothing acknowledged is lost', async () => {
-    const f = await drill({
-      run: 'b. reshard',
-      errorsBounded: false,
-      inject: async (c, prefix, ctl) => {
-        // The source: the primary with a slot of the sidecars' keys nearest the start of its slots
-        // (redis-cli takes a source's lowest slots first); as many slots as it takes to include it.
-        const before = await keyMap(c, prefix);
-        let best: { port: number; slot: number; rank: number } | null = null;
-        for (const [port, v] of before.byPrimary) {
-          const owned = await c.slotsOf(port);
-          for (const slot of v.slots) {
-            const rank = owned.indexOf(slot);
-            if (rank >= 0 && (!best || rank < best.rank)) best = { port, slot, rank };
-          }
-        }
-        if (!best) throw new Error(`no key of prefix ${prefix} found on any primary: ${describeMap(before)}`);
-        const primaries = await c.primaries();
-        const to = primaries[(primaries.indexOf(best.port) + 1) % primaries.length]!;
-        const count = Math.max(RESHARD_SLOTS, best.rank + 50);
-        const ownedBefore = new Set(await c.slotsOf(best.port));
-        const keySlots = [...before.byPrimary.get(best.port)!.slots];
-        ctl.start();
-        const t0 = Date.now();
-        const { output, ms: took } = await c.reshard(best.port, to, count);
-        const at = Date.now();
-        ctl.end();
-        const ownedAfter = new Set(await c.slotsOf(to));
-        const moved = keySlots.filter((s) => ownedAfter.has(s));
-        const movedAll = [...ownedBefore].filter((s) => ownedAfter.has(s));
-        const notes = [
-          `before: ${describeMap(before)}`,
-          `moved ${movedAll.length} slots (${Math.min(...movedAll)}..${Math.max(...movedAll)}) from ${best.port} to ${to} in ${took} ms (redis-cli ${output.split('\n').filter((l) => l.startsWith('Moving slot')).length} "Moving slot" lines), among them the slots of the sidecars' keys ${moved.join(',') || 'NONE'} (slot ${best.slot} was #${best.rank} of the source's)`,
-        ];
-        // The drill's own premise: the sidecars' keys were among those that moved.
-        if (!moved.length) throw new Error(`the resharding moved none of the sidecars' key slots: ${notes.join('; ')}`);
-        return { cell: `${movedAll.length} slots ${at - t0}`, done: at, notes };
-      },
-    });
+    const f = await drill({ run: 'b. reshard', errorsBounded: false, inject: reshardInject({ atomic: false }) });
+    expect(f.failedChecks).toEqual([]);
+  }, TEST_TIMEOUT);
+
+  it('c. live resharding by atomic slot migration (Valkey 9+): the same slots move at once; nothing acknowledged is lost', async (ctx) => {
+    if (!atomicSlotMigration()) ctx.skip();
+    const f = await drill({ run: 'c. atomic reshard', errorsBounded: false, inject: reshardInject({ atomic: true }) });
     expect(f.failedChecks).toEqual([]);
   }, TEST_TIMEOUT);
 });
+
+/** Whether the redis-server on PATH moves slots atomically (CLUSTER MIGRATESLOTS): Valkey 9 and later. */
+function atomicSlotMigration(): boolean {
+  const m = /^Valkey server v=(\d+)\./.exec(spawnSync('redis-server', ['--version'], { encoding: 'utf8' }).stdout ?? '');
+  return m !== null && Number(m[1]) >= 9;
+}
+
+/**
+ * The resharding fault: `redis-cli --cluster reshard` (atomic: by atomic slot migration)
+ * moves a few hundred slots, among them slots of the sidecars' keys, to another primary.
+ */
+function reshardInject(opts: { atomic: boolean }): DrillOptions['inject'] {
+  return async (c, prefix, ctl) => {
+    // The source: the primary with a slot of the sidecars' keys nearest the start of its slots
+    // (redis-cli takes a source's lowest slots first); as many slots as it takes to include it.
+    const before = await keyMap(c, prefix);
+    let best: { port: number; slot: number; rank: number } | null = null;
+    for (const [port, v] of before.byPrimary) {
+      const owned = await c.slotsOf(port);
+      for (const slot of v.slots) {
+        const rank = owned.indexOf(slot);
+        if (rank >= 0 && (!best || rank < best.rank)) best = { port, slot, rank };
+      }
+    }
+    if (!best) throw new Error(`no key of prefix ${prefix} found on any primary: ${describeMap(before)}`);
+    const primaries = await c.primaries();
+    const to = primaries[(primaries.indexOf(best.port) + 1) % primaries.length]!;
+    const count = Math.max(RESHARD_SLOTS, best.rank + 50);
+    const ownedBefore = new Set(await c.slotsOf(best.port));
+    const keySlots = [...before.byPrimary.get(best.port)!.slots];
+    ctl.start();
+    const t0 = Date.now();
+    const { output, ms: took } = await c.reshard(best.port, to, count, opts);
+    const at = Date.now();
+    ctl.end();
+    const ownedAfter = new Set(await c.slotsOf(to));
+    const moved = keySlots.filter((s) => ownedAfter.has(s));
+    const movedAll = [...ownedBefore].filter((s) => ownedAfter.has(s));
+    const notes = [
+      `before: ${describeMap(before)}`,
+      `moved ${movedAll.length} slots (${Math.min(...movedAll)}..${Math.max(...movedAll)}) from ${best.port} to ${to} in ${took} ms${opts.atomic ? ' by atomic slot migration' : ''} (redis-cli ${output.split('\n').filter((l) => l.startsWith('Moving slot')).length} "Moving slot" lines), among them the slots of the sidecars' keys ${moved.join(',') || 'NONE'} (slot ${best.slot} was #${best.rank} of the source's)`,
+    ];
+    // The drill's own premise: the sidecars' keys were among those that moved.
+    if (!moved.length) throw new Error(`the resharding moved none of the sidecars' key slots: ${notes.join('; ')}`);
+    return { cell: `${movedAll.length} slots ${at - t0}`, done: at, notes };
+  };
+}
 
 describe('--shards on a cluster', () => {
   it('a sidecar with --shards 12 keeps keys on all 3 primaries', async () => {

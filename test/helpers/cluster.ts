@@ -67,8 +67,11 @@ export interface TestCluster {
    * Moves `slots` slots from one primary to another with `redis-cli --cluster
    * reshard` (non-interactive; the source's lowest slots first), then waits
    * until every live node agrees on the owners. Resolves to what redis-cli said.
+   * `atomic`: by atomic slot migration (Valkey 9+: `--cluster-use-atomic-slot-migration`,
+   * CLUSTER MIGRATESLOTS: the target takes the slots' keys in the background and
+   * the slots change owner at once, instead of slot by slot and key by key).
    */
-  reshard(fromPort: number, toPort: number, slots: number): Promise<{ output: string; ms: number }>;
+  reshard(fromPort: number, toPort: number, slots: number, opts?: { atomic?: boolean }): Promise<{ output: string; ms: number }>;
   /**
    * Resolves once a replica of the (dead) old primary (its replicas when kill()
    * stopped it) reports role master and every live node cluster_state:ok; to
@@ -348,7 +351,7 @@ export async function startCluster(options: number | ClusterOptions = {}): Promi
       admins.get(port)?.disconnect();
       admins.delete(port);
     },
-    async reshard(fromPort, toPort, slots) {
+    async reshard(fromPort, toPort, slots, opts = {}) {
       const all = await nodes();
       const from = all.find((n) => n.port === fromPort);
       const to = all.find((n) => n.port === toPort);
@@ -357,6 +360,7 @@ export async function startCluster(options: number | ClusterOptions = {}): Promi
       const r = await redisCli([
         '--cluster', 'reshard', `127.0.0.1:${toPort}`, '--cluster-from', from.id, '--cluster-to', to.id,
         '--cluster-slots', String(slots), '--cluster-yes', '--cluster-timeout', '60000', '--cluster-pipeline', '10',
+        ...(opts.atomic ? ['--cluster-use-atomic-slot-migration'] : []),
       ], 600_000);
       const ms = Date.now() - t0;
       if (r.code !== 0) throw new Error(`redis-cli --cluster reshard failed (${r.code}): ${r.output.slice(-3000)}`);

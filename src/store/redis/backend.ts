@@ -90,6 +90,7 @@ export class RedisBackend implements Backend {
 
   async open(listener: ReadyListener): Promise<void> {
     await Promise.all([this.redis.connect(), this.subscriber.connect()]);
+    await this.checkScripting();
     await this.checkJobSize();
     await this.checkShardCount();
     for (const shard of this.shards) await shard.upgrade();
@@ -129,6 +130,23 @@ export class RedisBackend implements Backend {
       throw new Error(`the data set at prefix "${this.options.prefix}" has ${recorded} shard${recorded === 1 ? '' : 's'}, `
         + `and this sidecar was started with --shards ${this.options.shards}: start it with --shards ${recorded}, `
         + `or move the jobs to a data set with ${this.options.shards} (redstalk reshard, see the README)`);
+    }
+  }
+
+  /**
+   * Every change is a Lua script, so a server that cannot run one cannot hold
+   * the data set: Valkey 9.1+ built without Lua (BUILD_LUA=no, or its Lua
+   * module not loaded) answers "Could not find scripting engine 'lua'"; a Redis
+   * with EVAL renamed away, "unknown command". Said once, at the start.
+   */
+  private async checkScripting(): Promise<void> {
+    try {
+      await this.redis.call('EVAL', '#!lua flags=no-writes\nreturn 1', 0); // no-writes: also on a replica, or a Redis out of memory
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      if (!/scripting engine|unknown command/i.test(message)) throw err;
+      throw new Error(`this Redis cannot run Lua scripts (${message}), and redstalk makes every change with one: `
+        + 'use a server with Lua scripting (a Valkey 9.1+ built with BUILD_LUA=no has none; one built with BUILD_LUA=module needs its Lua module loaded)');
     }
   }
 

@@ -1,0 +1,130 @@
+// Redis' script cache loses the sidecar's scripts: SCRIPT FLUSH (as after a
+// restart, or on a promoted replica: scripts are not replicated), and, on
+// Redis 7.4+ / 8 and Valkey 8+, eviction: those keep at most 500 scripts sent
+// with plain EVAL and drop the oldest (INFO stats evicted_scripts), so another
+// application on the same Redis that sends many distinct scripts pushes ours
+// out. A call whose script is gone is answered NOSCRIPT, having run nothing,
+// and goes again with EVAL (src/store/redis/encoded-call.ts, ioredis'
+// defineCommand): every command keeps working, at one more round trip per
+// script each time it was dropped. And a server that cannot run Lua at all
+// (Valkey 9.1+ built with BUILD_LUA=no) is refused at the start, saying why.
+// (README "Servers".)
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort, waitForPort } from '../helpers/ports.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
+import { onCluster } from '../helpers/topology.js';
+import { Wire, yamlMap } from '../helpers/wire.js';
+
+/** More distinct scripts than any server's EVAL cache keeps (500). */
+const FLOOD = 600;
+
+function field(info: string, name: string): number | undefined {
+  const m = new RegExp(`^${name}:(\\d+)`, 'm').exec(info);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** NOSCRIPT errors Redis answered so far (INFO errorstats). */
+async function noscripts(admin: Redis): Promise<number> {
+  const m = /^errorstat_NOSCRIPT:count=(\d+)/m.exec(await admin.info('errorstats'));
+  return m ? Number(m[1]) : 0;
+}
+
+/** One job through every state on a new connection, each reply checked: each step runs a script. */
+async function lifeCycle(port: number, tube: string): Promise<void> {
+  const w = await Wire.connect(port);
+  expect(await w.cmd(`use ${tube}`)).toBe(`USING ${tube}`);
+  expect(await w.cmd(`watch ${tube}`)).toBe(`WATCHING 2`);
+  expect(await w.cmd('ignore default')).toBe('WATCHING 1');
+  const id = /^INSERTED (\d+)$/.exec(await w.cmd('put 5 0 60 3\r\nabc'))![1]!;
+  expect(await w.cmd('put 0 30 60 1\r\nd')).toMatch(/^INSERTED \d+$/);
+  expect(await w.cmd('reserve-with-timeout 1')).toBe(`RESERVED ${id} 3\nabc`);
+  expect(await w.cmd(`touch ${id}`)).toBe('TOUCHED');
+  expect(await w.cmd(`release ${id} 5 0`)).toBe('RELEASED');
+  expect(await w.cmd(`reserve-with-timeout 1`)).toBe(`RESERVED ${id} 3\nabc`);
+  expect(await w.cmd(`bury ${id} 5`)).toBe('BURIED');
+  expect(await w.cmd('peek-buried')).toBe(`FOUND ${id} 3\nabc`);
+  expect(await w.cmd('kick 1')).toBe('KICKED 1');
+  expect(yamlMap(await w.cmd(`stats-job ${id}`)).state).toBe('ready');
+  expect(yamlMap(await w.cmd(`stats-tube ${tube}`))['current-jobs-delayed']).toBe('1');
+  expect(await w.cmd(`reserve-with-timeout 1`)).toBe(`RESERVED ${id} 3\nabc`);
+  expect(await w.cmd(`delete ${id}`)).toBe('DELETED');
+  expect(await w.cmd('kick 10')).toBe('KICKED 1'); // the delayed one
+  expect(await w.cmd(`reserve-with-timeout 1`)).toMatch(/^RESERVED \d+ 1\nd$/);
+  w.socket.destroy();
+}
+
+// It floods and flushes its own redis-server's script cache: not on the test cluster.
+describe.skipIf(onCluster)('the script cache', () => {
+  let redis: TestRedis | undefined;
+  let sidecar: TestSidecar | undefined;
+  let admin: Redis | undefined;
+  afterEach(async () => {
+    await sidecar?.stop();
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  async function start(): Promise<number> {
+    redis = await startRedis();
+    admin = new Redis(redis.url);
+    sidecar = await startRedstalk({ redisUrl: redis.url });
+    await lifeCycle(sidecar.port, 'warm'); // every script this test calls is in the cache now
+    return sidecar.port;
+  }
+
+  it('serves every command after SCRIPT FLUSH (as on a restarted Redis or a promoted replica)', async () => {
+    const port = await start();
+    const before = await noscripts(admin!);
+    await admin!.script('FLUSH');
+    await lifeCycle(port, 'flushed');
+    expect(await noscripts(admin!)).toBeGreaterThan(before); // the scripts were gone, and came back by EVAL
+    await lifeCycle(port, 'again');
+  });
+
+  it(`serves every command when ${FLOOD} other scripts sent with EVAL push its scripts out of the cache (Redis 7.4+, Valkey 8+)`, async () => {
+    const port = await start();
+    const info = await admin!.info('server');
+    // Valkey says what it is in server_name and valkey_version (its redis_version stays 7.2.4).
+    const name = /^server_name:(\S+)/m.exec(info)?.[1] ?? 'redis';
+    const server = `${name} ${new RegExp(`^${name}_version:(\\S+)`, 'm').exec(info)?.[1] ?? '?'}`;
+    for (let round = 1; round <= 2; round++) {
+      const before = await noscripts(admin!);
+      const p = admin!.pipeline();
+      for (let i = 0; i < FLOOD; i++) p.eval(`return ${round * 10_000 + i}`, 0);
+      await p.exec();
+      const stats = await admin!.info('stats');
+      const evicted = field(stats, 'evicted_scripts');
+      await lifeCycle(port, `flooded${round}`);
+      const dropped = (await noscripts(admin!)) - before;
+      // The servers that evict say so (evicted_scripts); those before Redis 7.4 keep every script.
+      console.log(`script cache, ${server}, round ${round}: evicted_scripts ${evicted ?? '(no such field)'}, NOSCRIPT answers to the sidecar's calls ${dropped}`);
+      if (evicted === undefined) expect(dropped).toBe(0);
+      else {
+        expect(evicted).toBeGreaterThanOrEqual(round * (FLOOD - 500));
+        expect(dropped).toBeGreaterThan(0); // its scripts were among those evicted, and came back by EVAL
+      }
+    }
+  });
+
+  it('refuses to start, saying why, on a server that cannot run Lua scripts', async () => {
+    // EVAL renamed away stands in for a Valkey without Lua, which answers "Could not find scripting engine 'lua'".
+    const port = await freePort();
+    const dir = mkdtempSync(path.join(tmpdir(), 'redstalk-test-nolua-'));
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--rename-command', 'EVAL', ''], { stdio: 'ignore' });
+    try {
+      await waitForPort(port);
+      await expect(startRedstalk({ redisUrl: `redis://127.0.0.1:${port}` })).rejects.toThrow(/^this Redis cannot run Lua scripts \(ERR unknown command 'EVAL'.*\), and redstalk makes every change with one/);
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
