@@ -4,7 +4,7 @@
 // cluster's routing by slot and redirections, timeouts, and parsing the reply
 // (Buffers). Redis without the function (restarted, flushed, a failover or a
 // MOVED to a node that lacks it) answers so, having run nothing: the library
-// is loaded again and the same bytes go again.
+// is loaded again and the same bytes go again (functions.ts sendLoading).
 //
 // What this relies on from ioredis (pinned by test/unit/encoded-call.test.ts):
 // Command is exported and subclassable, the client writes what toWritable()
@@ -12,7 +12,7 @@
 // `slot` field when it is set.
 import { Command } from 'ioredis';
 import type { RedisClient } from './connect.js';
-import { isFunctionMissing } from './functions.js';
+import { sendLoading } from './functions.js';
 
 export class EncodedCommand extends Command {
   constructor(private readonly bytes: Buffer, slot: number | null) {
@@ -27,16 +27,6 @@ export class EncodedCommand extends Command {
 }
 
 /** `call` is a whole FCALL; `slot` is its keys' (null on one Redis); `reload` loads the library again. */
-export async function sendEncoded(redis: RedisClient, call: Buffer, slot: number | null, reload: () => Promise<void>): Promise<unknown> {
-  try {
-    return await send(redis, call, slot);
-  } catch (err) {
-    if (!isFunctionMissing(err)) throw err;
-    await reload();
-    return send(redis, call, slot);
-  }
-}
-
-function send(redis: RedisClient, bytes: Buffer, slot: number | null): Promise<unknown> {
-  return redis.sendCommand(new EncodedCommand(bytes, slot)) as Promise<unknown>;
+export function sendEncoded(redis: RedisClient, call: Buffer, slot: number | null, reload: () => Promise<void>): Promise<unknown> {
+  return sendLoading(() => redis.sendCommand(new EncodedCommand(call, slot)) as Promise<unknown>, reload);
 }

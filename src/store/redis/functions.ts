@@ -33,6 +33,24 @@ export function isFunctionMissing(err: unknown): boolean {
   return err instanceof Error && /^ERR Function not found/i.test(err.message);
 }
 
+/** Sends per call: the first, and after each of the first loads again (FUNCTION FLUSHes in a row). */
+const SENDS = 3;
+
+/**
+ * Sends a call, loading the library again and sending it again while Redis
+ * answers that the function does not exist (each such answer means nothing ran).
+ */
+export async function sendLoading<T>(send: () => Promise<T>, reload: () => Promise<void>): Promise<T> {
+  for (let sent = 1; ; sent++) {
+    try {
+      return await send();
+    } catch (err) {
+      if (!isFunctionMissing(err) || sent >= SENDS) throw err;
+      await reload();
+    }
+  }
+}
+
 /** A start that cannot go on: the message says why and what to do. */
 export class RedisUnfit extends Error {}
 
@@ -94,11 +112,7 @@ export class FunctionLibrary {
       const send = (buffers: boolean, args: Array<string | number | Buffer>) => (buffers
         ? this.redis.callBuffer(command, f.fn, ...args)
         : this.redis.call(command, f.fn, ...args)) as Promise<unknown>;
-      const call = (buffers: boolean): ScriptFn => (...args) => send(buffers, args).catch(async (err: unknown) => {
-        if (!isFunctionMissing(err)) throw err;
-        await reload();
-        return send(buffers, args);
-      });
+      const call = (buffers: boolean): ScriptFn => (...args) => sendLoading(() => send(buffers, args), reload);
       out[f.folder].set(f.name, { strings: call(false), buffers: call(true), head: encoded(command, f.fn), reload });
     }
     return out;
