@@ -12,7 +12,9 @@
 // ARGV. Module-level locals outlive a call, so each file sets what a call
 // changes in its `begin_<file name>` function, which the entry calls first
 // (includes first, then the script's), and the loader refuses a file whose
-// functions change a module-level local its begin does not set.
+// functions change a module-level local its begin does not set. (So what a
+// call left, its arguments and the records it read, stays referenced until the
+// next call of the library starts: one call's worth of Lua memory.)
 //
 // Lua 5.1 allows 200 locals and 60 upvalues a function: each include is
 // written once per group of scripts that include the same files, and each
