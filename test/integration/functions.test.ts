@@ -74,35 +74,40 @@ it.skipIf(onCluster)('loses and doubles nothing when Redis loses its functions w
   const admin = new Redis(ctx.redis.url);
   try {
     const producers = await Promise.all(Array.from({ length: 4 }, () => dial()));
-    const perProducer = 50;
-    let flushes = 0;
+    const rounds = 10;
+    const perRound = 5;
+    // Between rounds the functions are flushed: each round's first calls find none. During them,
+    // more flushes come at random moments, while calls are in flight.
     let putting = true;
     const flusher = (async () => {
       while (putting) {
+        await new Promise((r) => setTimeout(r, 20 + Math.random() * 20));
         await admin.function('FLUSH');
-        flushes++;
-        await new Promise((r) => setTimeout(r, 5));
       }
     })();
-    const ids = (await Promise.all(producers.map(async (p, k) => {
-      for (let i = 0; i < perProducer; i++) p.send(`put 0 0 60 3\r\n${k}-${i % 10}\r\n`);
-      const got: string[] = [];
-      for (let i = 0; i < perProducer; i++) got.push(/^INSERTED (\d+)$/.exec(await p.line())![1]!);
-      return got;
-    }))).flat();
+    const ids: string[] = [];
+    for (let round = 0; round < rounds; round++) {
+      await admin.function('FLUSH');
+      ids.push(...(await Promise.all(producers.map(async (p, k) => {
+        for (let i = 0; i < perRound; i++) p.send(`put 0 0 60 3\r\n${k}-${i}\r\n`);
+        const got: string[] = [];
+        for (let i = 0; i < perRound; i++) got.push(/^INSERTED (\d+)$/.exec(await p.line())![1]!);
+        return got;
+      }))).flat());
+    }
     putting = false;
     await flusher;
-    expect(flushes).toBeGreaterThan(1);
-    // The sidecar loaded its library again (FUNCTION LOAD: at start, then after flushes).
-    expect(Number(/cmdstat_function\|load:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1])).toBeGreaterThan(1);
-    expect(new Set(ids).size).toBe(4 * perProducer);
+    const total = rounds * producers.length * perRound;
+    expect(new Set(ids).size).toBe(total);
+    // The sidecar loaded its library again after each round's flush (FUNCTION LOAD: at start, then at least once a round).
+    expect(Number(/cmdstat_function\|load:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1])).toBeGreaterThan(rounds);
     const c = await dial();
     await admin.function('FLUSH');
     const stats = await c.cmd('stats');
-    expect(stats).toContain(`total-jobs: ${4 * perProducer}\n`);
-    expect(stats).toContain(`current-jobs-ready: ${4 * perProducer}\n`);
+    expect(stats).toContain(`total-jobs: ${total}\n`);
+    expect(stats).toContain(`current-jobs-ready: ${total}\n`);
     const reserved = new Set<string>();
-    for (let i = 0; i < 4 * perProducer; i++) {
+    for (let i = 0; i < total; i++) {
       if (i % 50 === 0) await admin.function('FLUSH');
       const id = /^RESERVED (\d+) 3\n/.exec(await c.cmd('reserve-with-timeout 0'))![1]!;
       reserved.add(id);
