@@ -36,9 +36,9 @@ async function batchHead(redis: Redis, dir: string): Promise<{ label: string; he
 
 const port = await freePort();
 const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', '/tmp'], { stdio: 'ignore' });
+await waitUntilAccepting(loopback(port), `redis-server port ${port}`, 10_000, () => {});
 const redis = new Redis(port, '127.0.0.1');
 try {
-  await waitUntilAccepting(loopback(port), `redis-server port ${port}`, 10_000, () => {});
   const keys = ['jobs', 'tube-names', 'delayed', 'reserved', 'stats', 'tube-order', 'nodes', 'seq', 'ready-tubes'].map((k) => `{b:0}:${k}`);
   const args = ['{b:0}:events', '1', '0', '0'];
   await redis.call('FUNCTION', 'LOAD', '#!lua name=bench_floor\nredis.register_function("bench_return_1", function() return 1 end)')
