@@ -3,7 +3,8 @@
 // calls do at light load. A private redis-server with AOF everysec (as the
 // bench runs redstalk's) gets bare commands at --rate calls/s for --duration s:
 // PING (a wake-up, a read, a reply), HSET of a 100-byte value (a write, fed to
-// the AOF), and EVAL of a script doing that HSET (what a script call adds).
+// the AOF), EVAL of a script doing that HSET (what a script call adds), and
+// FCALL of a function doing it (a functions library, as redstalk's Lua runs).
 //   npx tsx bench/call-floor.ts [--rate 400] [--duration 8]
 // At light load a job needs two calls (its put, its delete), so two of these
 // are the least Redis CPU a job can cost there; bench/README.md compares them.
@@ -27,7 +28,20 @@ const COMMANDS: Array<[string, string]> = [
   ['PING', resp('PING')],
   ['HSET 100 B', resp('HSET', 'h', 'f', VALUE)],
   ['EVAL HSET 100 B', resp('EVAL', "return redis.call('HSET', KEYS[1], 'f', ARGV[1])", '1', 'h', VALUE)],
+  ['FCALL HSET 100 B', resp('FCALL', 'floor_hset', '1', 'h', VALUE)],
 ];
+const LIBRARY = "#!lua name=floor\nredis.register_function('floor_hset', function(keys, args) return redis.call('HSET', keys[1], 'f', args[1]) end)";
+
+/** One command, its reply awaited (the FUNCTION LOAD before the runs). */
+async function once(port: number, command: string): Promise<string> {
+  const socket = net.connect(port, '127.0.0.1');
+  const reply = await new Promise<string>((resolve) => {
+    socket.once('data', (d) => resolve(d.toString()));
+    socket.write(command);
+  });
+  socket.destroy();
+  return reply;
+}
 
 /** Sends `command` at the fixed rate for the duration; Redis' CPU µs per call. */
 async function measure(port: number, pid: number, command: string): Promise<number> {
@@ -55,6 +69,8 @@ const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.
   '--appendonly', 'yes', '--appendfsync', 'everysec'], { stdio: 'ignore' });
 try {
   await waitUntilAccepting(loopback(port), `redis-server port ${port}`, 10_000, () => {});
+  const loaded = await once(port, resp('FUNCTION', 'LOAD', LIBRARY));
+  if (!loaded.startsWith('$')) throw new Error(`FUNCTION LOAD: ${loaded}`);
   process.stdout.write(`Redis CPU µs per call, one call at a time at ${rate} calls/s for ${seconds} s (AOF everysec):\n`);
   for (const [name, command] of COMMANDS) {
     process.stdout.write(`  ${name.padEnd(16)} ${(await measure(port, redis.pid!, command)).toFixed(0)}\n`);

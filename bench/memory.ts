@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { Layout } from '../src/store/layout.js';
 import { jobOps, type AnyJobOp, type OpResult, type Reservation } from '../src/store/ops.js';
 import { RedisJobStore } from '../src/store/redis/job-store.js';
-import { bindScripts } from '../src/store/redis/scripts.js';
+import { bindScripts } from '../src/store/redis/functions.js';
 import { startRedis } from '../test/helpers/redis.js';
 
 const { values } = parseArgs({

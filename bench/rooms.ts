@@ -7,7 +7,7 @@
 //   check       a random person in line checks in (WAITING <position> <eta>)
 //   enter       a random person in line enters again (still waiting)
 //   join+leave  a newcomer enters at the end of the line, then leaves (the line keeps its length)
-// plus Redis' own time per script call (INFO commandstats, evalsha). The cost
+// plus Redis' own time per script call (INFO commandstats, fcall). The cost
 // of a check should not grow with the line: the ratio 1M / 1k is printed.
 // Each phase runs --repeat times and the best run counts: on a shared machine
 // other processes only ever make a run slower.
@@ -87,7 +87,7 @@ async function run(wires: Wire[], redis: Redis, step: (w: Wire, client: number, 
     return ops;
   }));
   const elapsed = (Date.now() - started) / 1000;
-  const stats = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await redis.info('commandstats'));
+  const stats = /cmdstat_fcall:calls=(\d+),usec=(\d+)/.exec(await redis.info('commandstats'));
   const calls = Number(stats?.[1] ?? 0);
   return {
     opsPerSecond: Math.round(counts.reduce((a, b) => a + b, 0) / elapsed),

@@ -1,4 +1,7 @@
--- Helpers of the job scripts (lua/jobs/), included by the loader (src/store/redis/scripts.ts).
+-- Helpers of the job scripts (lua/jobs/), included by the loader (src/store/redis/scripts.ts)
+-- once in redstalk's function library: FUNCTION LOAD runs this file once, so its
+-- helpers are made once, not per call. What a call changes here (its keys, the
+-- write-back cache below) is set afresh by begin_jobs, at the start of every call.
 --
 -- Key layout (all keys share one hash tag, see src/store/layout.ts). Every script
 -- receives the same 9 global keys first, then 5 keys per tube it touches:
@@ -27,8 +30,7 @@
 -- so a script sees its own writes before they are made. Each redis.call
 -- costs its Lua <-> Redis crossing and, Redis replicating scripts by their
 -- effects, its own AOF/replica entry.
-local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY -- this call's (begin_jobs)
 
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local URGENT = 1023 -- pri < 1024 counts as urgent
@@ -60,7 +62,7 @@ end
 -- A tube's keys derived from its name, as src/store/layout.ts builds them
 -- (ShardKeys.tube), for a reserve over more tubes than travel in KEYS. They
 -- share the hash tag of the globals, so they live in the same slot.
-local TAG = string.sub(KEYS[1], 1, -6) -- KEYS[1] is <tag>:jobs
+local TAG -- this call's: KEYS[1] is <tag>:jobs (begin_jobs)
 local function tube_named(name)
   local base = TAG .. ':tube:' .. name
   return { name = name, meta = base, ready = base .. ':ready', delayed = base .. ':delayed', buried = base .. ':buried', refs = base .. ':refs' }
@@ -78,8 +80,8 @@ local FIELDS, COUNTERS_FROM = 13, 9
 -- for all: a job put and reserved, or reserved and deleted, in one batch is
 -- written once or never. Every read of K_JOBS goes through load_job (or
 -- prefetch_jobs), so the cache is never stale.
-local jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored = {}, {}, {}, {}, {}
-local jobs_to_write, jobs_to_delete = {}, {}
+local jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored
+local jobs_to_write, jobs_to_delete
 
 local function encode_job(j, body)
   -- Packs j itself, its trailing zero counters cleared for the while.
@@ -188,12 +190,12 @@ end
 -- of tubes with ready jobs, follow every ZADD and ZREM of a ready or buried
 -- set (by what Redis says it changed). They are summed here and written once,
 -- by write_back() at the end of every script that moves jobs.
-local moved_ready, moved_urgent, moved_buried = 0, 0, 0
+local moved_ready, moved_urgent, moved_buried
 -- Tubes whose ready set changed: true when only jobs came (it is not empty,
 -- so no ZCARD is needed to know it belongs in ready-tubes), 'left' else.
-local touched, touched_tube = {}, {}
+local touched, touched_tube
 -- Each tube's ready jobs gained less those taken, by name (see notify_net_ready).
-local net_ready = {}
+local net_ready
 
 local function count_ready(T, n, pri)
   moved_ready = moved_ready + n
@@ -233,7 +235,7 @@ end
 -- A reservation made or touched here ends >= 1 s after `now` (TTR >= 1 s),
 -- so a member of deadlines is never due, and one of unreserved no longer
 -- counts: expire_reservations skips both.
-local deadlines, unreserved, in_zset, reserved_moved = {}, {}, {}, {}
+local deadlines, unreserved, in_zset, reserved_moved
 
 local function count_reserved(T, n)
   local r = reserved_moved[T.name]
@@ -273,7 +275,7 @@ end
 -- set keeps its urgent and other jobs apart, so that the counts still follow
 -- what ZADD says it added. A script that queues must write them before it
 -- reads those zsets (batch.lua: before a reserve), and write_back() does.
-local queued_adds, queued_order = {}, {}
+local queued_adds, queued_order
 
 local function write_queued_adds()
   for _, q in ipairs(queued_order) do
@@ -515,4 +517,21 @@ local function tubes_from(first, count)
     by_name[T.name] = T
   end
   return list, by_name
+end
+
+-- Module-level locals outlive a call in a function library: everything above
+-- that a call sets or changes is set afresh here, and the entry the loader
+-- writes for each function calls this first, so that no call sees what another
+-- left (the loader refuses a library whose helpers change a module-level local
+-- that their file's begin_<name> does not set).
+local function begin_jobs()
+  K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY =
+    KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+  TAG = string.sub(K_JOBS, 1, -6)
+  jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored = {}, {}, {}, {}, {}
+  jobs_to_write, jobs_to_delete = {}, {}
+  moved_ready, moved_urgent, moved_buried = 0, 0, 0
+  touched, touched_tube, net_ready = {}, {}, {}
+  deadlines, unreserved, in_zset, reserved_moved = {}, {}, {}, {}
+  queued_adds, queued_order = {}, {}
 end

@@ -1,5 +1,5 @@
--- Waiting-room helpers, included by the lua/rooms/*.lua scripts (called by
--- src/store/redis/room-store.ts). A room has a capacity, people inside, people
+-- Waiting-room helpers of the lua/rooms/*.lua scripts (called by
+-- src/store/redis/room-store.ts), made once when the function library loads. A room has a capacity, people inside, people
 -- holding a grace ticket (a place kept for a participant who just left), and
 -- a line of people waiting to get in. Time is Redis' clock, in milliseconds.
 --
@@ -17,9 +17,9 @@
 -- Scripts that need a room's settings take ARGV [1] room, [2] user (or ''),
 -- [3..6] the sidecar's defaults for settings the room lacks: capacity,
 -- check-in timeout s, participant timeout s, grace s.
-local K_ROOMS, K_ROOM, K_INSIDE, K_TICKETS, K_LINE, K_SEEN, K_ADMITS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local ROOM_KEYS = { K_ROOM, K_INSIDE, K_TICKETS, K_LINE, K_SEEN, K_ADMITS }
+-- This call's keys (begin_room): the helpers are made once, when the library loads.
+local K_ROOMS, K_ROOM, K_INSIDE, K_TICKETS, K_LINE, K_SEEN, K_ADMITS
+local ROOM_KEYS
 
 -- The admission rate is a count of admissions decaying with a time constant
 -- of one minute: in a steady state it equals the admissions per minute.
@@ -216,4 +216,12 @@ local function arrive(user, entering)
   end
   keep_alive(R, now)
   return answer
+end
+
+-- Sets this call's keys; the entry the loader writes for each room function
+-- calls it first (a function library's module-level locals outlive a call).
+local function begin_room()
+  K_ROOMS, K_ROOM, K_INSIDE, K_TICKETS, K_LINE, K_SEEN, K_ADMITS =
+    KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+  ROOM_KEYS = { K_ROOM, K_INSIDE, K_TICKETS, K_LINE, K_SEEN, K_ADMITS }
 end

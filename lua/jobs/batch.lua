@@ -50,13 +50,15 @@
 ]]
 --- @variant allow-oom
 --- @include "jobs"
-local created = now_ms_exact() -- of the jobs put by this call
-local now = math.floor(created)
-local shards, shard, ntubes = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local Ts, by_name = tubes_from(5, ntubes)
-local inserted, deleted, emptied = {}, {}, {}
-for i = 1, ntubes do inserted[i], deleted[i] = 0, 0 end
-local FIRST_OP = 5 + ntubes
+
+-- The helpers below are made once, when the library loads; the state of the
+-- call they work on is set afresh by begin_batch (at the end of them), and the
+-- call itself follows `--- @call`.
+-- The call's time (created: of the jobs it puts; now: in whole ms), the shard
+-- count and this shard (job ids), its tubes (ARGV[5..4+n], in KEYS order).
+local created, now, shards, shard, Ts, by_name
+-- Per tube index: jobs put, jobs deleted, whether a job left it.
+local inserted, deleted, emptied
 
 -- The fields after each op's code ('v': 3, then its k tubes).
 local OP_FIELDS = { p = 5, i = 0, d = 3, r = 5, b = 4, t = 3, v = 3, w = 3, s = 4, k = 3, x = 1 }
@@ -69,31 +71,10 @@ local function op_length(a)
 end
 local RESERVES = { v = true, w = true, s = true, k = true }
 
--- A first look at the ops: how many ids they take (one INCRBY for all), and
--- the jobs that delete, release, bury and touch name (one HMGET for all).
--- Also where the last reserve is (the one that says whether it drained its tubes).
-local ids_wanted, ids_named, last_reserve = 0, {}, 0
-do
-  local a = FIRST_OP
-  while a <= #ARGV do
-    local op, len = ARGV[a], op_length(a)
-    if not len then return redis.error_reply('ERR batch: unknown op ' .. tostring(op)) end
-    if op == 'p' or op == 'i' then
-      ids_wanted = ids_wanted + 1
-    elseif RESERVES[op] then
-      last_reserve = a
-    elseif op ~= 'x' then
-      ids_named[#ids_named + 1] = ARGV[a + 2]
-    end
-    a = a + len
-  end
-end
-prefetch_jobs(ids_named)
-
 -- A job id tells its shard: id = seq * shards + shard (1, 2, 3, ... with one
--- shard). The batch's seqs are consecutive, handed out in op order.
-local last_seq = 0
-if ids_wanted > 0 then last_seq = redis.call('INCRBY', K_SEQ, ids_wanted) - ids_wanted end
+-- shard). The batch's seqs are consecutive, handed out in op order, after
+-- last_seq (one INCRBY takes them all, in the call below).
+local last_seq
 local function next_id()
   last_seq = last_seq + 1
   return fmt_int(last_seq * shards + shard)
@@ -111,7 +92,7 @@ local function wait_or_ready(ti, id, j, delay, later)
 end
 
 -- Jobs put by this call whose zset members may still be queued.
-local put_here = {}
+local put_here
 
 local function put(ti, pri, delay, ttr, body)
   local T = Ts[ti]
@@ -241,7 +222,7 @@ local function current_watch(owner, ver)
 end
 
 -- Housekeeping for reserves, once per batch (and once per tube looked at).
-local expired, promoted_all, promoted, pause_until, named = false, false, {}, {}, {}
+local expired, promoted_all, promoted, pause_until, named
 
 -- A tube's keys: from this call's KEYS, or derived from its name.
 local function tube_for(name)
@@ -439,6 +420,44 @@ local function reserve(owner, n, tubes, watched, tell)
   end
   return wake_after(tubes, look, watched)
 end
+
+-- This call's state (see the top); the entry calls it after begin_jobs.
+local function begin_batch()
+  created = now_ms_exact()
+  now = math.floor(created)
+  shards, shard = tonumber(ARGV[2]), tonumber(ARGV[3])
+  Ts, by_name = tubes_from(5, tonumber(ARGV[4]))
+  inserted, deleted, emptied = {}, {}, {}
+  for i = 1, #Ts do inserted[i], deleted[i] = 0, 0 end
+  last_seq = 0
+  put_here = {}
+  expired, promoted_all, promoted, pause_until, named = false, false, {}, {}, {}
+end
+
+--- @call
+local FIRST_OP = 5 + #Ts
+
+-- A first look at the ops: how many ids they take (one INCRBY for all), and
+-- the jobs that delete, release, bury and touch name (one HMGET for all).
+-- Also where the last reserve is (the one that says whether it drained its tubes).
+local ids_wanted, ids_named, last_reserve = 0, {}, 0
+do
+  local a = FIRST_OP
+  while a <= #ARGV do
+    local op, len = ARGV[a], op_length(a)
+    if not len then return redis.error_reply('ERR batch: unknown op ' .. tostring(op)) end
+    if op == 'p' or op == 'i' then
+      ids_wanted = ids_wanted + 1
+    elseif RESERVES[op] then
+      last_reserve = a
+    elseif op ~= 'x' then
+      ids_named[#ids_named + 1] = ARGV[a + 2]
+    end
+    a = a + len
+  end
+end
+prefetch_jobs(ids_named)
+if ids_wanted > 0 then last_seq = redis.call('INCRBY', K_SEQ, ids_wanted) - ids_wanted end
 
 local results = {}
 local a = FIRST_OP

@@ -172,7 +172,7 @@ async function stalledReserveDrill(how: 'RST' | 'FIN' | 'SIGTERM'): Promise<{ re
   const B = await startRedstalk({ redisUrl: redis.url, prefix });
   cleanup.push(() => B.stop());
   const [a, w] = [await dial(A.port), await dial(B.port)];
-  // A fresh Redis runs a script first sent by its sha (NOSCRIPT) only once its source follows: have the reserve's loaded.
+  // One reserve first, so that the one below is the sidecar's usual call (a warm path).
   expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
   const id = (await (await dial(A.port)).cmd('put 0 0 600 1\r\nj')).split(' ')[1]!;
   redis.pause();

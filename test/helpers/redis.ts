@@ -17,9 +17,10 @@ export interface TestRedis {
 
 /**
  * Starts a private redis-server on a free loopback port (never the machine's
- * shared 6379). `appendonly` keeps data across a restart in the same `dir`.
+ * shared 6379). `appendonly` keeps data across a restart in the same `dir`;
+ * `args`: more redis-server options.
  */
-export async function startRedis(opts: { dir?: string; appendonly?: boolean; port?: number } = {}): Promise<TestRedis> {
+export async function startRedis(opts: { dir?: string; appendonly?: boolean; port?: number; args?: string[] } = {}): Promise<TestRedis> {
   const port = opts.port ?? (await freePort());
   const dir = opts.dir ?? mkdtempSync(path.join(tmpdir(), 'redstalk-test-redis-'));
   const args = [
@@ -27,6 +28,7 @@ export async function startRedis(opts: { dir?: string; appendonly?: boolean; por
     '--save', '', '--appendonly', opts.appendonly ? 'yes' : 'no',
     '--daemonize', 'no', '--loglevel', 'warning',
     '--unixsocket', path.join(dir, 'redis.sock'), '--unixsocketperm', '700',
+    ...(opts.args ?? []),
   ];
   const child = spawn('redis-server', args, { stdio: 'ignore' });
   await waitForPort(port);

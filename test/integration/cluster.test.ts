@@ -2,6 +2,7 @@
 // shares one hash tag, so each call lands on one node.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { buildLibrary } from '../../src/store/redis/scripts.js';
 import { startCluster, type TestCluster } from '../helpers/cluster.js';
 import { startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
 import { WirePool } from '../helpers/wire.js';
@@ -58,4 +59,22 @@ it('serves the whole job life cycle through two sidecars, for prefixes on every 
     expect(await b.cmd('stats')).toContain('total-jobs: 1');
     expect(await a.cmd('list-tubes')).toContain('- work');
   }
+});
+
+it('loads its functions on every primary, and again on primaries that lost them (FUNCTION FLUSH), for prefixes on every node', async () => {
+  const library = buildLibrary({ shardedPubSub: true }); // wake-ups with SPUBLISH
+  const loaded = async (port: number) => ((await cluster.call(port, 'FUNCTION', 'LIST', 'LIBRARYNAME', library.name)) as unknown[]).length === 1;
+  const started = await Promise.all((await prefixPerNode()).map((prefix) => startRedstalk({ redisUrl: cluster.url, prefix })));
+  sidecars.push(...started);
+  const primaries = await cluster.primaries();
+  expect(primaries).toHaveLength(3);
+  for (const port of primaries) expect(await loaded(port)).toBe(true);
+  for (const port of primaries) await cluster.call(port, 'FUNCTION', 'FLUSH');
+  for (const s of started) {
+    const a = await dial(s);
+    expect(await a.cmd('put 0 0 60 2\r\nhi')).toMatch(/^INSERTED \d+$/);
+    expect(await a.cmd('reserve-with-timeout 0')).toMatch(/^RESERVED \d+ 2\nhi$/);
+    expect(await a.cmd('stats')).toContain('current-jobs-reserved: 1\n');
+  }
+  for (const port of primaries) expect(await loaded(port)).toBe(true);
 });

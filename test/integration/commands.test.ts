@@ -202,7 +202,7 @@ describe('reserve', () => {
     for (const w of waiting) w.send('reserve-with-timeout 5\r\n');
     await new Promise((r) => setTimeout(r, 300));
     const admin = new Redis(ctx.redis.url);
-    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    const calls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
     const before = await calls();
     await new Promise((r) => setTimeout(r, 1000));
     const during = (await calls()) - before;

@@ -64,12 +64,12 @@ it.skipIf(onCluster)('answers OUT_OF_MEMORY when Redis is full, and stores nothi
   }
 });
 
-it('recovers when Redis loses its script cache (SCRIPT FLUSH, restart, failover)', async () => {
+it('recovers when Redis loses its functions (FUNCTION FLUSH, restart, failover)', async () => {
   const admin = new Redis(ctx.redis.url);
   try {
     const a = await dial();
     expect(await a.cmd('put 0 0 60 1\r\nx')).toBe('INSERTED 1');
-    await admin.script('FLUSH');
+    await admin.function('FLUSH');
     expect(await a.cmd('put 0 0 60 1\r\ny')).toBe('INSERTED 2');
     expect(await a.cmd('reserve')).toBe('RESERVED 1 1\nx');
   } finally {

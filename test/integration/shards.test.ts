@@ -203,7 +203,7 @@ describe('--shards', () => {
     await put(p, t1!, 7, 'b7');
     for (const t of [t0, t1]) await c.cmd(`watch ${t}`);
     const link = new Redis(redis.url);
-    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await link.info('commandstats'))?.[1] ?? 0);
+    const calls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await link.info('commandstats'))?.[1] ?? 0);
     const before = await calls();
     c.send('reserve-with-timeout 0\r\n'.repeat(5));
     const got: string[] = [];

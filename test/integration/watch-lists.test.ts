@@ -69,14 +69,14 @@ describe.skipIf(onCluster)(`a connection watching ${TUBES} tubes`, () => {
       expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
     });
     // w50 is watched and never used: only the call that stored the list (in w50's shard) names it.
-    const naming = log.filter((args) => args[0]!.toLowerCase() === 'evalsha' && args.some((x) => x === 'w50' || x.split(/[ :]/).includes('w50')));
+    const naming = log.filter((args) => args[0]!.toLowerCase() === 'fcall' && args.some((x) => x === 'w50' || x.split(/[ :]/).includes('w50')));
     expect(naming).toHaveLength(1);
     // Changing the watch list sends it once more, then again not.
     expect(await a.cmd('watch extra')).toBe(`WATCHING ${TUBES + 1}`);
     const log2 = await monitored(async () => {
       for (let i = 0; i < 3; i++) expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
     });
-    expect(log2.filter((args) => args[0]!.toLowerCase() === 'evalsha' && args.includes('w50'))).toHaveLength(1);
+    expect(log2.filter((args) => args[0]!.toLowerCase() === 'fcall' && args.includes('w50'))).toHaveLength(1);
   });
 
   it('leaves no watch list behind when it closes', async () => {

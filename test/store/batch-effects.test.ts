@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Layout, type ShardKeys } from '../../src/store/layout.js';
 import { jobOps, type Reservation } from '../../src/store/ops.js';
 import { RedisJobStore } from '../../src/store/redis/job-store.js';
-import { bindScripts } from '../../src/store/redis/scripts.js';
+import { bindScripts } from '../../src/store/redis/functions.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { uniquePrefix } from '../helpers/redstalk.js';
 

@@ -7,7 +7,8 @@ import { Layout, type ShardKeys } from '../../src/store/layout.js';
 import { jobOps, type Candidate, type Reservation } from '../../src/store/ops.js';
 import { JOB_INFO_REPLY, RedisJobStore, TUBE_COUNTS_REPLY } from '../../src/store/redis/job-store.js';
 import { ROOM_STATE_REPLY, RedisRoomStore } from '../../src/store/redis/room-store.js';
-import { bindScripts, loadScripts } from '../../src/store/redis/scripts.js';
+import { bindScripts } from '../../src/store/redis/functions.js';
+import { buildLibrary } from '../../src/store/redis/scripts.js';
 import { ShardedJobStore } from '../../src/store/sharded.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { uniquePrefix } from '../helpers/redstalk.js';
@@ -110,11 +111,11 @@ describe('Redis job store', () => {
     redis.disconnect();
   });
 
-  it('sends its hand-written batch call again with EVAL when Redis has lost the script (NOSCRIPT), and the call ran once', async () => {
+  it('sends its hand-written batch call again once the library is loaded again when Redis has lost it (FUNCTION FLUSH), and the call ran once', async () => {
     const { redis, store } = openStore();
     const none = () => {};
     const [first] = await store.apply([jobOps.put(null, none, 'default', 1, 0, 60, Buffer.from('a'))]);
-    await redis.script('FLUSH');
+    await redis.function('FLUSH');
     const [second, third] = await store.apply([
       jobOps.put(null, none, 'default', 1, 0, 60, Buffer.alloc(70_000, 'b')),
       jobOps.put(null, none, 'default', 1, 0, 60, Buffer.from('c')),
@@ -176,17 +177,22 @@ describe('Redis job store', () => {
     redis.disconnect();
   });
 
-  it('registers the no-writes scripts read-only, and every other one as a writer', () => {
-    const readOnly = [...loadScripts('jobs'), ...loadScripts('rooms')].filter((s) => s.readOnly).map((s) => s.name).sort();
+  it('registers the no-writes scripts read-only (FCALL_RO), and every other one as a writer', () => {
+    const readOnly = buildLibrary().functions.filter((f) => f.readOnly).map((f) => f.name).sort();
     expect(readOnly).toEqual(['jobTube', 'list', 'peekJob', 'peekTube', 'state', 'tubeCounts']);
+    expect(buildLibrary().functions.filter((f) => f.flags.includes('no-writes')).map((f) => f.name).sort()).toEqual(readOnly);
   });
 
-  it('lets Redis run out of memory only for what grows it: these scripts are allow-oom, and batch has an allow-oom twin', () => {
-    const all = [...loadScripts('jobs'), ...loadScripts('rooms')];
-    const allowOom = all.filter((s) => /^#!lua flags=allow-oom\n/.test(s.lua)).map((s) => s.name).sort();
+  it('lets Redis run out of memory only for what grows it: these functions are allow-oom, and batch has an allow-oom twin', () => {
+    const { functions, source } = buildLibrary();
+    const allowOom = functions.filter((f) => f.flags.includes('allow-oom')).map((f) => f.name).sort();
     expect(allowOom).toEqual(['batchAllowOom', 'config', 'countJobs', 'forgetNode', 'heartbeat', 'kick', 'kickJob', 'leave', 'lottery', 'pauseTube',
       'promoteDue', 'refTube', 'releaseOwned', 'reserveJob', 'upgradeTubeOrder']);
-    expect(all.find((s) => s.name === 'batchAllowOom')!.lua.slice(30)).toBe(all.find((s) => s.name === 'batch')!.lua.slice(14));
+    // The twin is the same callback registered with that flag.
+    const [batch, twin] = ['batch', 'batchAllowOom'].map((name) => functions.find((f) => f.name === name)!);
+    expect(source).toContain(`function_name = '${batch!.fn}', callback = entry, flags = {}`);
+    expect(source).toContain(`function_name = '${batch!.fn}', callback = entry, flags = {}`
+      + ` }\n    redis.register_function{ function_name = '${twin!.fn}', callback = entry, flags = { 'allow-oom' } }`);
   });
 
   it('reports a put into an out-of-memory Redis as a full store, and still applies the other ops of its batch', async () => {

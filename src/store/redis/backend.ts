@@ -1,6 +1,7 @@
 // The Redis backend: the command link, the pub/sub link for wake-ups, the
-// scripts (bound once for jobs and rooms), and the stores over them: one job
-// store per shard, and the whole data set over them (batched per shard).
+// Lua functions (one library, loaded at start; bound once for jobs and rooms),
+// and the stores over them: one job store per shard, and the whole data set
+// over them (batched per shard).
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Backend } from '../backend.js';
@@ -12,7 +13,7 @@ import { ShardedJobStore } from '../sharded.js';
 import { commandLinkOptions, connectRedis, LOADING_POLL_MS, mapped, reconnectDelay, type RedisClient } from './connect.js';
 import { RedisJobStore } from './job-store.js';
 import { RedisRoomStore } from './room-store.js';
-import { bindScripts } from './scripts.js';
+import { checkEvictionPolicy, FunctionLibrary } from './functions.js';
 
 export interface RedisBackendOptions {
   url: string;
@@ -58,6 +59,7 @@ export class RedisBackend implements Backend {
   private readonly subscriber: RedisClient;
   /** On a Redis Cluster, wake-ups travel over sharded pub/sub (SPUBLISH / SSUBSCRIBE). */
   private readonly sharded: boolean;
+  private readonly functions: FunctionLibrary;
 
   constructor(private readonly options: RedisBackendOptions) {
     const { log } = options;
@@ -70,7 +72,8 @@ export class RedisBackend implements Backend {
     this.sharded = this.redis instanceof Cluster;
     this.subscriber = connectRedis(options.url, { lazyConnect: true, retryStrategy: reconnectDelay, maxLoadingRetryTime: LOADING_POLL_MS }, { shardedSubscribers: this.sharded });
     this.subscriber.on('error', (err) => log.warn({ err }, 'redis subscriber error'));
-    const scripts = bindScripts(this.redis, { shardedPubSub: this.sharded });
+    this.functions = new FunctionLibrary(this.redis, { shardedPubSub: this.sharded });
+    const scripts = this.functions.bind();
     this.shards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.redis, scripts.jobs, layout.keys(i), options.minReplicas));
     this.jobs = new ShardedJobStore(this.shards, layout.map, options.batch, (err) => log.error({ err }, 'batched command completion failed (bug)'),
       (send) => this.corked(send));
@@ -90,7 +93,8 @@ export class RedisBackend implements Backend {
 
   async open(listener: ReadyListener): Promise<void> {
     await Promise.all([this.redis.connect(), this.subscriber.connect()]);
-    await this.checkScripting();
+    await checkEvictionPolicy(this.redis);
+    await this.functions.open();
     await this.checkJobSize();
     await this.checkShardCount();
     for (const shard of this.shards) await shard.upgrade();
@@ -130,23 +134,6 @@ export class RedisBackend implements Backend {
       throw new Error(`the data set at prefix "${this.options.prefix}" has ${recorded} shard${recorded === 1 ? '' : 's'}, `
         + `and this sidecar was started with --shards ${this.options.shards}: start it with --shards ${recorded}, `
         + `or move the jobs to a data set with ${this.options.shards} (redstalk reshard, see the README)`);
-    }
-  }
-
-  /**
-   * Every change is a Lua script, so a server that cannot run one cannot hold
-   * the data set: Valkey 9.1+ built without Lua (BUILD_LUA=no, or its Lua
-   * module not loaded) answers "Could not find scripting engine 'lua'"; a Redis
-   * with EVAL renamed away, "unknown command". Said once, at the start.
-   */
-  private async checkScripting(): Promise<void> {
-    try {
-      await this.redis.call('EVAL', '#!lua flags=no-writes\nreturn 1', 0); // no-writes: also on a replica, or a Redis out of memory
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      if (!/scripting engine|unknown command/i.test(message)) throw err;
-      throw new Error(`this Redis cannot run Lua scripts (${message}), and redstalk makes every change with one: `
-        + 'use a server with Lua scripting (a Valkey 9.1+ built with BUILD_LUA=no has none; one built with BUILD_LUA=module needs its Lua module loaded)');
     }
   }
 

@@ -73,8 +73,8 @@ export class StoredWatchLists {
 }
 
 /**
- * Writes batch calls of one shard as RESP bytes: the script's head
- * (EVALSHA sha), the key count, the keys, then the arguments. The global keys
+ * Writes batch calls of one shard as RESP bytes: the function's head
+ * (FCALL and its name), the key count, the keys, then the arguments. The global keys
  * and each tube's 5 keys are encoded once and copied in.
  */
 export class BatchEncoder {
@@ -100,7 +100,7 @@ export class BatchEncoder {
     return b;
   }
 
-  /** The whole call: `head` (2 bulk strings: EVALSHA and the script's sha), then the batch. */
+  /** The whole call: `head` (2 bulk strings: FCALL and the function's name), then the batch. */
   encode(ops: readonly AnyJobOp[], head: Buffer): Buffer {
     const tubes = tubesOf(ops);
     const w = this.writer;

@@ -1,5 +1,6 @@
 // The job store on Redis, for one shard's keys: every state change is one
-// Lua script (lua/jobs/) with its keys in KEYS and time from Redis. Reads that
+// call of a Lua function (lua/jobs/, src/store/redis/functions.ts) with its
+// keys in KEYS and time from Redis. Reads that
 // need no atomicity use plain commands.
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
 import type { JobInfo, JobState, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
@@ -9,7 +10,7 @@ import { sendEncoded } from './encoded-call.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
 import { isStoreFull, StoreError } from '../errors.js';
 import type { ShardStore } from '../sharded.js';
-import type { BoundScript } from './scripts.js';
+import type { BoundScript } from './functions.js';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 
@@ -133,10 +134,10 @@ export class RedisJobStore implements ShardStore {
   }
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
-    const { heads } = this.scripts.get(script)!;
+    const { head, reload } = this.scripts.get(script)!;
     let raw: unknown[];
     try {
-      raw = (await mapped(sendEncoded(this.redis, this.encoder.encode(ops, heads.evalsha), heads, this.slot))) as unknown[];
+      raw = (await mapped(sendEncoded(this.redis, this.encoder.encode(ops, head), this.slot, reload))) as unknown[];
     } catch (err) {
       // Whether the watch lists this call sent were stored is not known: they go again.
       for (const op of ops) if (op.watch >= 0) this.watchLists.unsure(op.owner);

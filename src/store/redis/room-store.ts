@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import type { RoomSettings, RoomState, RoomStore, Standing } from '../room-store.js';
 import type { Layout } from '../layout.js';
 import { mapped } from './connect.js';
-import type { BoundScript } from './scripts.js';
+import type { BoundScript } from './functions.js';
 
 /** rooms/state.lua's reply, in order. */
 export const ROOM_STATE_REPLY = ['capacity', 'checkinTimeout', 'participantTimeout', 'grace', 'rateLimit',

@@ -1,32 +1,40 @@
-// Loads lua/jobs/*.lua and lua/rooms/*.lua once, expands `--- @include "name"`
-// lines from lua/includes/, and registers each script once with ioredis'
-// defineCommand (EVALSHA, falling back to EVAL on NOSCRIPT, e.g. after a
-// Redis restart). Scripts flagged `no-writes` are registered read-only.
+// Builds redstalk's Redis Functions library from lua/: each script of
+// lua/jobs/ and lua/rooms/ becomes one function of a single library, loaded
+// with FUNCTION LOAD (src/store/redis/functions.ts) and called with FCALL, or
+// FCALL_RO for scripts flagged `no-writes`.
+//
+// A script file is its `#!lua [flags=...]` line, its doc comment, then
+// `--- @include "name"` lines (helpers from lua/includes/), its own helpers,
+// and, after a `--- @call` line, the code each call runs (without that line,
+// the whole file is the call). FUNCTION LOAD runs the library once: the
+// includes and the scripts' helpers are made then, once, not per call; the
+// call's code is the body of the function's entry, which receives KEYS and
+// ARGV. Module-level locals outlive a call, so each file sets what a call
+// changes in its `begin_<file name>` function, which the entry calls first
+// (includes first, then the script's), and the loader refuses a file whose
+// functions change a module-level local its begin does not set. (So what a
+// call left, its arguments and the records it read, stays referenced until the
+// next call of the library starts: one call's worth of Lua memory.)
+//
+// Lua 5.1 allows 200 locals and 60 upvalues a function: each include is
+// written once per group of scripts that include the same files, and each
+// script's helpers in a block of its own (`do ... end`: a block, not a
+// function, so locals end with it and it has no upvalues of its own); an
+// entry's upvalues are only the names its call's code uses.
+//
+// The library's name and its functions' names carry its version, a hash of
+// its source: sidecars of two versions (a rolling upgrade) each call their own.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Cluster, Redis } from 'ioredis';
-import { encoded } from './resp.js';
-
-/** A script call: key count, keys, then arguments. */
-export type ScriptFn = (...args: Array<string | number | Buffer>) => Promise<unknown>;
-
-/**
- * One script, with string replies and with Buffer replies (job bodies stay
- * bytes); and the RESP heads of a call written by hand (src/store/redis/resp.ts):
- * EVALSHA and its sha, or EVAL and its source (when Redis lacks the script).
- */
-export interface BoundScript { readonly strings: ScriptFn; readonly buffers: ScriptFn; readonly heads: ScriptHeads }
-export interface ScriptHeads { readonly evalsha: Buffer; readonly eval: Buffer }
 
 /** The two script folders: two key contracts (includes/jobs.lua, includes/room.lua). */
 export type ScriptFolder = 'jobs' | 'rooms';
-
-export type Scripts = Record<ScriptFolder, ReadonlyMap<string, BoundScript>>;
+export const SCRIPT_FOLDERS: readonly ScriptFolder[] = ['jobs', 'rooms'];
 
 /** lua/ sits next to src/ and next to dist/ in the published package. */
-function luaDir(): string {
+export function luaDir(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
   for (const candidate of [path.resolve(here, '../../../lua'), path.resolve(here, '../lua')]) {
     try {
@@ -38,17 +46,8 @@ function luaDir(): string {
 }
 
 const INCLUDE = /^--- @include "([a-zA-Z0-9_-]+)"$/gm;
-
-function expandIncludes(source: string, dir: string, seen = new Set<string>()): string {
-  return source.replace(INCLUDE, (_all, name: string) => {
-    if (seen.has(name)) return ''; // each include once per script
-    seen.add(name);
-    return expandIncludes(readFileSync(path.join(dir, 'includes', `${name}.lua`), 'utf8'), dir, seen);
-  });
-}
-
-export interface ScriptSource { name: string; lua: string; readOnly: boolean }
-
+const SHEBANG = /^#!lua(?: flags=(\S*))?\n/;
+const CALL = /^--- @call$/m;
 /**
  * `--- @variant allow-oom` in a script also registers it as <name>AllowOom
  * with that flag, for the callers that only send it what frees or moves memory.
@@ -61,29 +60,215 @@ const PUBLISH = "local PUBLISH = 'PUBLISH'";
 export interface LoadOptions {
   /** Wake-ups over sharded pub/sub (SPUBLISH): on a Redis Cluster, each stays on its shard's node. */
   shardedPubSub?: boolean;
+  /** The lua/ folder (tests build a library of another version from a copy). */
+  dir?: string;
 }
 
-/** The scripts of one folder, includes expanded. */
-export function loadScripts(folder: ScriptFolder, dir = luaDir(), options: LoadOptions = {}): ScriptSource[] {
-  return readdirSync(path.join(dir, folder)).filter((f) => f.endsWith('.lua')).sort().flatMap((file) => {
-    let lua = expandIncludes(readFileSync(path.join(dir, folder, file), 'utf8'), dir);
-    if (options.shardedPubSub) lua = lua.replace(PUBLISH, "local PUBLISH = 'SPUBLISH'");
-    const name = file.slice(0, -4);
-    const script = { name, lua, readOnly: /^#!lua\b.*\bflags=\S*no-writes/.test(lua) };
-    if (!VARIANT.test(lua)) return [script];
-    if (!lua.startsWith('#!lua\n')) throw new Error(`${file}: a script with an allow-oom variant must have no flags of its own`);
-    return [script, { name: `${name}AllowOom`, lua: lua.replace(/^#!lua\n/, '#!lua flags=allow-oom\n'), readOnly: false }];
+/** One function of the library. */
+export interface LibraryFunction {
+  folder: ScriptFolder;
+  /** The script's name (its file's, or <name>AllowOom for the allow-oom variant). */
+  name: string;
+  /** The function's name in Redis: the library's version and the script's folder and name. */
+  fn: string;
+  flags: readonly string[];
+  /** Flagged `no-writes`: called with FCALL_RO. */
+  readOnly: boolean;
+}
+
+export interface Library {
+  /** `redstalk_<version>`. */
+  name: string;
+  /** A hash of the library's code. */
+  version: string;
+  /** What FUNCTION LOAD is given. */
+  source: string;
+  functions: readonly LibraryFunction[];
+}
+
+/** A Lua file of lua/: its name (begin_<name>) and text. */
+interface LuaFile { name: string; path: string; text: string }
+
+interface Script {
+  folder: ScriptFolder;
+  file: LuaFile;
+  flags: string[];
+  variant: boolean;
+  /** The includes, expanded in order (each once). */
+  includes: LuaFile[];
+  /** Made once at load (module level of the script's block). */
+  helpers: string;
+  /** Run per call: the entry's body. */
+  call: string;
+}
+
+function readScript(dir: string, folder: ScriptFolder, file: string): Script {
+  const text = readFileSync(path.join(dir, folder, file), 'utf8');
+  const shebang = SHEBANG.exec(text);
+  if (!shebang) throw new Error(`lua/${folder}/${file}: the first line must be #!lua [flags=...]`);
+  const flags = shebang[1] ? shebang[1].split(',') : [];
+  const variant = VARIANT.test(text);
+  if (variant && flags.length > 0) throw new Error(`lua/${folder}/${file}: a script with an allow-oom variant must have no flags of its own`);
+  const includes: LuaFile[] = [];
+  const seen = new Set<string>();
+  const include = (name: string) => {
+    if (seen.has(name)) return;
+    seen.add(name);
+    const p = path.join('includes', `${name}.lua`);
+    const body = readFileSync(path.join(dir, p), 'utf8');
+    for (const m of body.matchAll(INCLUDE)) include(m[1]!);
+    includes.push({ name, path: p, text: body.replace(INCLUDE, '') });
+  };
+  for (const m of text.matchAll(INCLUDE)) include(m[1]!);
+  const code = text.slice(shebang[0].length).replace(INCLUDE, '');
+  const split = CALL.exec(code);
+  const helpers = split ? code.slice(0, split.index) : '';
+  const call = split ? code.slice(split.index + split[0].length) : code;
+  return { folder, file: { name: file.slice(0, -4), path: path.join(folder, file), text: helpers }, flags, variant, includes, helpers, call };
+}
+
+function readScripts(dir: string): Script[] {
+  return SCRIPT_FOLDERS.flatMap((folder) => readdirSync(path.join(dir, folder))
+    .filter((f) => f.endsWith('.lua')).sort().map((f) => readScript(dir, folder, f)));
+}
+
+// --- Per-call state -------------------------------------------------------
+
+/**
+ * Comments dropped (Lua strings in these files hold no `--`), and a statement
+ * continued on the next line (after `,` or `=`) joined into one line.
+ */
+function plainCode(text: string): string {
+  return text.replace(/--\[(=*)\[[\s\S]*?\]\1\]/g, '').replace(/--.*$/gm, '').replace(/([,=])[ \t]*\n\s*/g, '$1 ');
+}
+
+/** Names declared by `local a, b [= ...]` at column 0 (module level): with or without a value. */
+function moduleLocals(code: string): { declared: Set<string>; withoutValue: Set<string> } {
+  const declared = new Set<string>();
+  const withoutValue = new Set<string>();
+  for (const m of code.matchAll(/^local (?!function\b)([A-Za-z_]\w*(?:[ \t]*,[ \t]*[A-Za-z_]\w*)*)[ \t]*(=(?!=))?/gm)) {
+    for (const name of m[1]!.split(',').map((n) => n.trim())) {
+      declared.add(name);
+      if (!m[2]) withoutValue.add(name);
+    }
+  }
+  return { declared, withoutValue };
+}
+
+const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const TARGET = '[A-Za-z_]\\w*(?:\\.[A-Za-z_]\\w*|\\[[^\\]\\n]*\\])*';
+
+/**
+ * Whether `code` assigns `name`, or one of its fields: `name = `, `a, name = `,
+ * `name[k] = `, `name.f = `, or table.insert/remove/sort(name ...). Names a
+ * `local` declares are another variable. (A key of a table constructor named
+ * like a module-level local counts too: rename one of them.)
+ */
+function assigns(code: string, name: string): boolean {
+  const n = escape(name);
+  const undeclared = code.replace(/\blocal\s+(?!function\b)[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*/g, 'local');
+  const assignment = new RegExp(`(?:^|[^\\w.:])${n}(?:\\.[A-Za-z_]\\w*|\\[[^\\]\\n]*\\])*\\s*(?:,\\s*${TARGET}\\s*)*=(?!=)`, 'm');
+  return assignment.test(undeclared) || new RegExp(`table\\.(?:insert|remove|sort)\\(\\s*${n}\\b`).test(undeclared);
+}
+
+/** The body of `local function begin_<name>()` in a file's module-level code, or null. */
+function beginBody(code: string, name: string): string | null {
+  const m = new RegExp(`^local function begin_${escape(name)}\\(\\)\\n([\\s\\S]*?)^end$`, 'm').exec(code);
+  return m ? m[1]! : null;
+}
+
+/**
+ * Refuses a file whose module-level locals a call may change without its
+ * begin_<name> setting them: `others` is code that runs within calls (the
+ * scripts' helpers and calls that use this file).
+ */
+function checkPerCallState(file: LuaFile, others: readonly string[]): void {
+  const code = plainCode(file.text);
+  const { declared, withoutValue } = moduleLocals(code);
+  const begin = beginBody(code, file.name);
+  // Inside functions: the indented lines of this file, and the code of the files that use it.
+  const inside = [code.split('\n').filter((l) => /^\s/.test(l)).join('\n'), ...others.map(plainCode)].join('\n');
+  const beginSets = (name: string) => begin !== null && assigns(begin, name);
+  for (const name of declared) {
+    const why = withoutValue.has(name) ? 'is declared without a value' : assigns(inside, name) ? 'is changed within calls' : null;
+    if (why && !beginSets(name)) {
+      throw new Error(`lua/${file.path}: the module-level local '${name}' ${why}, and begin_${file.name}() does not set it: `
+        + 'in a function library module-level locals outlive a call, so every call must start by setting it');
+    }
+  }
+}
+
+// --- The library ----------------------------------------------------------
+
+const indent = (text: string, by: string) => text.replace(/^(?=.)/gm, by);
+
+function entry(script: Script): string {
+  const begins = [...script.includes, script.file].filter((f) => beginBody(plainCode(f.text), f.name) !== null);
+  return [
+    'local function entry(keys, args)',
+    '  KEYS, ARGV = keys, args',
+    ...begins.map((f) => `  begin_${f.name}()`),
+    indent(script.call.trim(), '  '),
+    'end',
+  ].join('\n');
+}
+
+/** The library for these options, from lua/. */
+export function buildLibrary(options: LoadOptions = {}): Library {
+  const dir = options.dir ?? luaDir();
+  const scripts = readScripts(dir);
+  if (options.shardedPubSub) {
+    for (const s of scripts) for (const f of s.includes) f.text = f.text.replace(PUBLISH, "local PUBLISH = 'SPUBLISH'");
+  }
+  // Scripts that include the same files share one copy of them.
+  const groups = new Map<string, Script[]>();
+  for (const s of scripts) {
+    const key = s.includes.map((f) => f.name).join(',');
+    groups.set(key, [...(groups.get(key) ?? []), s]);
+  }
+  const blocks: string[] = [];
+  const registrations: Array<(version: string) => { fn: LibraryFunction; lua: string }> = [];
+  for (const group of groups.values()) {
+    const includes = group[0]!.includes;
+    for (const f of includes) checkPerCallState(f, group.flatMap((s) => [s.helpers, s.call]));
+    const parts = includes.map((f) => `-- lua/${f.path}\n${f.text.trim()}`);
+    for (const s of group) {
+      checkPerCallState(s.file, [s.call]);
+      const names: Array<[string, readonly string[]]> = [[s.file.name, s.flags]];
+      if (s.variant) names.push([`${s.file.name}AllowOom`, ['allow-oom']]);
+      const index = registrations.length;
+      for (const [name, flags] of names) {
+        registrations.push((version) => {
+          const fn = `redstalk_${version}_${s.folder}_${name}`;
+          const lua = `redis.register_function{ function_name = '${fn}', callback = entry, flags = {${flags.map((f) => ` '${f}'`).join(',')}${flags.length > 0 ? ' ' : ''}} }`;
+          return { fn: { folder: s.folder, name, fn, flags, readOnly: flags.includes('no-writes') }, lua };
+        });
+      }
+      parts.push(`do -- lua/${s.file.path}\n${indent(`${s.helpers.trim()}\n${entry(s)}\n@@register ${index} ${names.length}@@`.trim(), '  ')}\nend`);
+    }
+    blocks.push(`do\n${indent(parts.join('\n\n'), '  ')}\nend`);
+  }
+  const body = [
+    '-- The call\'s keys and arguments, set by each function\'s entry before anything else.',
+    'local KEYS, ARGV',
+    ...blocks,
+  ].join('\n\n');
+  const version = createHash('sha1').update(body).update(JSON.stringify(registrations.map((r) => r('v').fn))).digest('hex').slice(0, 12);
+  const functions: LibraryFunction[] = [];
+  const source = body.replace(/^(\s*)@@register (\d+) (\d+)@@$/gm, (_all, pad: string, at: string, count: string) => {
+    const lines: string[] = [];
+    for (let i = Number(at); i < Number(at) + Number(count); i++) {
+      const { fn, lua } = registrations[i]!(version);
+      functions.push(fn);
+      lines.push(pad + lua);
+    }
+    return lines.join('\n');
   });
-}
-
-/** Registers every script on the client, once; `rs_` keeps "touch" from shadowing Redis' own TOUCH. */
-export function bindScripts(redis: Redis | Cluster, options: LoadOptions = {}): Scripts {
-  const methods = redis as unknown as Record<string, ScriptFn>;
-  const bind = (folder: ScriptFolder) => new Map(loadScripts(folder, luaDir(), options).map(({ name, lua, readOnly }) => {
-    const method = `rs_${folder}_${name}`;
-    redis.defineCommand(method, { lua, readOnly });
-    const heads = { evalsha: encoded('EVALSHA', createHash('sha1').update(lua).digest('hex')), eval: encoded('EVAL', lua) };
-    return [name, { strings: methods[method]!.bind(redis), buffers: methods[`${method}Buffer`]!.bind(redis), heads }] as const;
-  }));
-  return { jobs: bind('jobs'), rooms: bind('rooms') };
+  const name = `redstalk_${version}`;
+  return {
+    name,
+    version,
+    source: `#!lua name=${name}\n-- redstalk's functions, built by src/store/redis/scripts.ts from its lua/ folder.\n\n${source}\n`,
+    functions,
+  };
 }
