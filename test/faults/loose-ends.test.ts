@@ -7,10 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { expect, it } from 'vitest';
+import { Layout } from '../../src/store/layout.js';
 import { startInside, startRedstalk, uniquePrefix } from '../helpers/redstalk.js';
 import { Wire, yamlMap } from '../helpers/wire.js';
 import { FULL } from './load.js';
-import { FaultRedis } from './processes.js';
+import { CuttableProxy, FaultRedis, SpawnedSidecar } from './processes.js';
 import { cleanupAfterEach } from './cleanup.js';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -206,4 +207,59 @@ async function stalledReserveDrill(how: 'RST' | 'FIN' | 'SIGTERM'): Promise<{ re
   console.log(`finding 3 (${how}): the job back and reserved ${back} ms after Redis resumed`);
   await stopping;
   return { reserves: stats.reserves, got, id, back };
+}
+
+it('a reserve that reaches Redis only after its sidecar was reaped takes nothing: the job is not stranded until its TTR', async () => {
+  // A beat of X's held before its reserve would renew its lease first: such a run says nothing, and is played again.
+  for (let attempt = 1; ; attempt++) {
+    const { beatFirst, got, id, back } = await lateReserveDrill();
+    if (beatFirst && attempt < 3) { console.log(`late reserve: a beat went first (attempt ${attempt}), again`); continue; }
+    console.log(`late reserve: another worker's reserve answered ${got.split('\n')[0]} ${back} ms after the reaped sidecar's reserve was let through`);
+    expect(beatFirst, 'the drill did what it means to: the reserve was the first of X\'s calls held').toBe(false);
+    expect(got, 'the job, which the late reserve must not have taken').toBe(`RESERVED ${id} 1\nj`);
+    expect(back, `reserved ${back} ms after X's reserve was let through`).toBeLessThan(1000);
+    return;
+  }
+}, 120_000);
+
+/**
+ * X's reserve is held on its way to Redis (X's Redis link holds its bytes) and X
+ * freezes (SIGSTOP: to Redis it is dead); Y reaps X once X's lease has lapsed; then
+ * the held bytes go on to Redis, and X is killed. Nobody is left to hand back what
+ * that reserve takes.
+ */
+async function lateReserveDrill(): Promise<{ beatFirst: boolean; got: string; id: string; back: number }> {
+  const prefix = uniquePrefix();
+  const redis = await FaultRedis.start();
+  cleanup.push(() => redis.stop());
+  const link = await CuttableProxy.start(redis.port);
+  cleanup.push(() => link.close());
+  const X = await SpawnedSidecar.start('X', link.url, prefix, ['--heartbeat-ms', '400']); // its lease: 2 s
+  cleanup.push(async () => { await X.signal('SIGKILL'); });
+  const Y = await startRedstalk({ redisUrl: redis.url, prefix, heartbeatMs: 100 });
+  cleanup.push(() => Y.stop());
+  const node = /"node":"([0-9a-f]+)"/.exec(X.log)![1]!;
+  const admin = new Redis({ port: redis.port, host: '127.0.0.1' });
+  cleanup.push(() => admin.disconnect());
+  const [x, y] = [await dial(X.port), await dial(Y.port)];
+  // A fresh Redis runs a script first sent by its sha (NOSCRIPT) only once its source follows: have the reserve's loaded.
+  expect(await x.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
+  const id = (await y.cmd('put 0 0 600 1\r\nj')).split(' ')[1]!;
+  await sleep(100); // the snapshot beats that follow have gone
+  link.hold();
+  x.send('reserve\r\n');
+  await expect.poll(() => link.heldForTarget().includes(`\r\n${node}:`), { interval: 1 }).toBe(true);
+  X.child.kill('SIGSTOP');
+  const held = link.heldForTarget();
+  const beat = held.indexOf(`\r\n${node}\r\n`); // a beat's first argument is the node
+  const beatFirst = beat >= 0 && beat < held.indexOf(`\r\n${node}:`);
+  const nodes = new Layout(prefix, 1).keys(0).nodes;
+  const reaped = async () => Number((await admin.zscore(nodes, node)) ?? -1) < 0; // gone, or a tombstone
+  await expect.poll(reaped, { timeout: 10_000, interval: 20 }).toBe(true);
+  link.restore();
+  const through = performance.now();
+  await sleep(200);
+  await X.signal('SIGKILL');
+  const got = await y.cmd('reserve-with-timeout 3', 5000);
+  return { beatFirst, got, id, back: Math.round(performance.now() - through) };
 }

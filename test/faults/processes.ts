@@ -207,6 +207,8 @@ export class SpawnedSidecar {
  */
 export class CuttableProxy {
   private readonly links = new Set<net.Socket>();
+  /** The links' sockets to the target. */
+  private readonly upstreams = new Set<net.Socket>();
   private cutOff = false;
   private muted = false;
   /** Bytes held, per socket they are for, in order: forwarded at restore(). */
@@ -241,9 +243,11 @@ export class CuttableProxy {
     upstream.setNoDelay(true);
     this.links.add(client);
     this.links.add(upstream);
+    this.upstreams.add(upstream);
     const end = () => {
       this.links.delete(client);
       this.links.delete(upstream);
+      this.upstreams.delete(upstream);
       client.destroy();
       upstream.destroy();
     };
@@ -289,6 +293,11 @@ export class CuttableProxy {
   hold(): void {
     this.held ??= new Map();
     this.holds++;
+  }
+
+  /** The bytes held on their way to the target, in order (a drill reads what a sidecar sent). */
+  heldForTarget(): Buffer {
+    return Buffer.concat([...(this.held ?? [])].filter(([to]) => this.upstreams.has(to)).flatMap(([, queue]) => queue));
   }
 
   /** Forwards what was held (in order) and every byte from now on; accepts links again. */
