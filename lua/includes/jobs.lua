@@ -126,10 +126,17 @@ end
 -- after that (held in the network, or in Redis' input while it was stopped):
 -- what it took would be held by a sidecar the others no longer look after,
 -- until its TTR. An owner of no registered sidecar (a store used alone) may.
+-- (Looked up once a call per sidecar: a batch's owners share one.)
+local leases = {}
 local function lease_allows(owner, now)
-  local node = owner:match('^(.*):')
-  local expiry = node and redis.call('ZSCORE', K_NODES, node)
-  return not expiry or tonumber(expiry) > now
+  local node = owner:match('^(.*):') or ''
+  local allowed = leases[node]
+  if allowed == nil then
+    local expiry = node ~= '' and redis.call('ZSCORE', K_NODES, node)
+    allowed = not expiry or tonumber(expiry) > now
+    leases[node] = allowed
+  end
+  return allowed
 end
 
 -- Reads the records of these ids in one HMGET (a batch knows most of the

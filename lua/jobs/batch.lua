@@ -443,7 +443,6 @@ local function reserve(owner, n, tubes, watched, tell)
 end
 
 local results = {}
-local leased = {} -- owner -> lease_allows, once per call
 local a = FIRST_OP
 while a <= #ARGV do
   local op = ARGV[a]
@@ -451,8 +450,7 @@ while a <= #ARGV do
   -- Queued ZADDs of puts go out before anything reads those zsets: a reserve,
   -- or a delete of a job put here.
   if RESERVES[op] or (op == 'd' and put_here[ARGV[a + 2]]) then write_queued_adds() end
-  if RESERVES[op] and leased[ARGV[a + 1]] == nil then leased[ARGV[a + 1]] = lease_allows(ARGV[a + 1], now) end
-  if RESERVES[op] and not leased[ARGV[a + 1]] then
+  if RESERVES[op] and not lease_allows(ARGV[a + 1], now) then
     r = -3
   elseif op == 'p' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5])
