@@ -122,6 +122,25 @@ local function load_reserved_by(id, owner)
   return nil
 end
 
+-- Whether `owner` ("<sidecar>:<connection>") may take jobs now: not once its
+-- sidecar's lease has lapsed, nor once the sidecar was reaped (forgetNode.lua
+-- leaves a tombstone, a score below 0). A call of a sidecar may reach Redis
+-- after that (held in the network, or in Redis' input while it was stopped):
+-- what it took would be held by a sidecar the others no longer look after,
+-- until its TTR. An owner of no registered sidecar (a store used alone) may.
+-- (Looked up once a call per sidecar: a batch's owners share one.)
+local leases -- this call's: sidecar -> whether its lease allows (begin_jobs)
+local function lease_allows(owner, now)
+  local node = owner:match('^(.*):') or ''
+  local allowed = leases[node]
+  if allowed == nil then
+    local expiry = node ~= '' and redis.call('ZSCORE', K_NODES, node)
+    allowed = not expiry or tonumber(expiry) > now
+    leases[node] = allowed
+  end
+  return allowed
+end
+
 -- Reads the records of these ids in one HMGET (a batch knows most of the
 -- jobs it will look at); load_job decodes them when asked.
 local function prefetch_jobs(ids)
@@ -534,4 +553,5 @@ local function begin_jobs()
   touched, touched_tube, net_ready = {}, {}, {}
   deadlines, unreserved, in_zset, reserved_moved = {}, {}, {}, {}
   queued_adds, queued_order = {}, {}
+  leases = {}
 end

@@ -31,6 +31,8 @@
                                       at version ver, else -> -2 (send it: 's')
           'x' owner                   owner's stored watch list goes -> 1
                                       (its connection closed)
+        A reserve ('v', 'w', 's', 'k') of an owner whose sidecar has no lease
+        takes nothing and stores nothing -> -3 (includes/jobs.lua lease_allows).
   Delete, release, bury and touch act only on a job that is not reserved, or
   reserved by `owner` (delete), or reserved by `owner` (the others). Reserve
   takes the most urgent ready jobs (lowest pri, then lowest id) of the tubes
@@ -467,7 +469,9 @@ while a <= #ARGV do
   -- Queued ZADDs of puts go out before anything reads those zsets: a reserve,
   -- or a delete of a job put here.
   if RESERVES[op] or (op == 'd' and put_here[ARGV[a + 2]]) then write_queued_adds() end
-  if op == 'p' then
+  if RESERVES[op] and not lease_allows(ARGV[a + 1], now) then
+    r = -3
+  elseif op == 'p' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5])
   elseif op == 'i' then
     r = next_id()

@@ -4,9 +4,11 @@
   any tube, whatever the watch list or pauses.
   KEYS  9 globals, then 5 for the job's tube
   ARGV  [1] owner  [2] id  [3] tube name
-  Returns {1, id, ttr s, body}, or {0} when absent or already reserved.
+  Returns {1, id, ttr s, body}, or {0} when absent or already reserved; an
+  error when the owner's sidecar has no lease (includes/jobs.lua lease_allows).
 ]]
 --- @include "jobs"
+if not lease_allows(ARGV[1], now_ms()) then return redis.error_reply('ERR reserveJob: this sidecar\'s lease has lapsed') end
 local id = ARGV[2]
 local j, body = load_job(id)
 if not j or j[F_STATE] == RESERVED then return { 0 } end

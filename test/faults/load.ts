@@ -364,12 +364,20 @@ export async function runLoad(opts: RunOptions): Promise<RunResult> {
   const notes: string[] = [];
 
   // Every loop here ends by these flags; should the run itself not get to set them
-  // (an exception, the test's timeout), this timer does.
+  // (an exception, the test's timeout), this timer does. It is set again when the
+  // fault is over: a nemesis' faults last as long as its drain may, and a timer
+  // counted from the start stopped a 30-min run's workers 3.5 min into the drain.
   const stopAll = () => { flags.stopProducers = true; flags.stopWorkers = true; };
-  const hardStop = setTimeout(stopAll, sizes.preMs + sizes.postMs + opts.ttrSec * 1000 + sizes.drainMs + 180_000);
+  const afterFaultMs = sizes.postMs + opts.ttrSec * 1000 + sizes.drainMs + 180_000;
+  let hardStop = setTimeout(stopAll, sizes.preMs + afterFaultMs);
   hardStop.unref();
+  const faultOver = () => {
+    clearTimeout(hardStop);
+    hardStop = setTimeout(stopAll, afterFaultMs);
+    hardStop.unref();
+  };
   try {
-    return await runPhases(opts, sizes, run, ledger, flags, links, notes);
+    return await runPhases(opts, sizes, run, ledger, flags, links, notes, faultOver);
   } catch (e) {
     stopAll();
     throw e;
@@ -379,7 +387,7 @@ export async function runLoad(opts: RunOptions): Promise<RunResult> {
   }
 }
 
-async function runPhases(opts: RunOptions, sizes: Sizes, run: string, ledger: Ledger, flags: Flags, links: Link[], notes: string[]): Promise<RunResult> {
+async function runPhases(opts: RunOptions, sizes: Sizes, run: string, ledger: Ledger, flags: Flags, links: Link[], notes: string[], faultOver: () => void): Promise<RunResult> {
   let faultStart = 0;
   let faultEnd = 0;
   const producers = Array.from({ length: sizes.producers }, (_, p) => producer(p, run, opts, sizes, ledger, flags, links));
@@ -405,6 +413,7 @@ async function runPhases(opts: RunOptions, sizes: Sizes, run: string, ledger: Le
   }
   if (!faultStart) ctl.start();
   if (!faultEnd) ctl.end();
+  faultOver();
   await sleep(sizes.postMs);
   flags.stopProducers = true;
   await Promise.all(producers);

@@ -65,7 +65,20 @@ it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, asyn
       }
     }
   };
-  const faults: Array<{ resource: (side: Side) => string; run: (side: Side) => Promise<void> }> = [
+  type Fault = { resource: (side: Side) => string; run: (side: Side) => Promise<void> };
+  /** A proxy's fault for 1-5 s (drawn from the seed), then restore(). */
+  const linkFault = (resource: Fault['resource'], proxyOf: (s: Side) => CuttableProxy, what: (s: Side, ms: number) => string, begin: (p: CuttableProxy) => void): Fault => ({
+    resource,
+    run: async (s) => {
+      const ms = between(1000, 5000);
+      say(what(s, ms));
+      const proxy = proxyOf(s);
+      begin(proxy);
+      await sleep(ms);
+      proxy.restore();
+    },
+  });
+  const faults: Fault[] = [
     { resource: (s) => s.name, run: async (s) => {
       say(`SIGKILL ${s.name}`);
       await s.sidecar.signal('SIGKILL');
@@ -78,20 +91,8 @@ it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, asyn
       if (code !== 0) badExits.push(`${s.name} exited ${code} after SIGTERM`);
       await restart(s);
     } },
-    { resource: (s) => `link ${s.name}`, run: async (s) => {
-      const ms = between(1000, 5000);
-      say(`cut ${s.name}'s link to Redis for ${ms} ms`);
-      s.redisLink.cut();
-      await sleep(ms);
-      s.redisLink.restore();
-    } },
-    { resource: (s) => `clients ${s.name}`, run: async (s) => {
-      const ms = between(1000, 5000);
-      say(`reset the clients' links to ${s.name}, refused for ${ms} ms`);
-      s.clientLink.cut();
-      await sleep(ms);
-      s.clientLink.restore();
-    } },
+    linkFault((s) => `link ${s.name}`, (s) => s.redisLink, (s, ms) => `cut ${s.name}'s link to Redis for ${ms} ms`, (p) => p.cut()),
+    linkFault((s) => `clients ${s.name}`, (s) => s.clientLink, (s, ms) => `reset the clients' links to ${s.name}, refused for ${ms} ms`, (p) => p.cut()),
     { resource: () => 'redis', run: async () => {
       const ms = between(1000, 4000);
       say(`SIGSTOP Redis for ${ms} ms`);
@@ -105,6 +106,7 @@ it(`nemesis: seeded faults against two sidecars under load (seed ${SEED})`, asyn
       await sleep(between(200, 1500));
       await redis.launch();
     } },
+    linkFault((s) => `clients ${s.name}`, (s) => s.clientLink, (s, ms) => `hold the bytes of the clients' links to ${s.name} for ${ms} ms`, (p) => p.hold()),
   ];
 
   const result = await runLoad({

@@ -200,15 +200,22 @@ export class SpawnedSidecar {
 // ---------------------------------------------------------------- network
 
 /**
- * A TCP proxy to a Redis port: cut() drops every link and refuses new ones until
- * restore(); muteReplies() lets commands through to Redis but drops its replies.
+ * A TCP proxy to a port (Redis', a sidecar's): cut() drops every link and refuses
+ * new ones until restore(); hold() keeps every link open but forwards nothing
+ * either way until restore(), which sends on what it held; muteReplies() lets
+ * commands through to Redis but drops its replies.
  */
 export class CuttableProxy {
   private readonly links = new Set<net.Socket>();
+  /** The links' sockets to the target. */
+  private readonly upstreams = new Set<net.Socket>();
   private cutOff = false;
   private muted = false;
+  /** Bytes held, per socket they are for, in order: forwarded at restore(). */
+  private held: Map<net.Socket, Buffer[]> | null = null;
   port = 0;
   cuts = 0;
+  holds = 0;
   refused = 0;
 
   private constructor(private readonly server: net.Server, private target: number) {}
@@ -236,16 +243,32 @@ export class CuttableProxy {
     upstream.setNoDelay(true);
     this.links.add(client);
     this.links.add(upstream);
+    this.upstreams.add(upstream);
     const end = () => {
       this.links.delete(client);
       this.links.delete(upstream);
+      this.upstreams.delete(upstream);
       client.destroy();
       upstream.destroy();
     };
     client.once('close', end);
     upstream.once('close', end);
-    client.pipe(upstream);
-    upstream.on('data', (d: Buffer) => { if (!this.muted) client.write(d); });
+    // Read on while holding (not paused): an end that closes its link while bytes are held
+    // closes the other end at once, so a connection's close is seen on both sides at the same time.
+    client.on('data', (d: Buffer) => this.forward(d, client, upstream));
+    upstream.on('data', (d: Buffer) => { if (!this.muted) this.forward(d, upstream, client); });
+  }
+
+  /** As a pipe: a reader waits while its writer's buffer is full (except while holding: read on). */
+  private forward(d: Buffer, from: net.Socket, to: net.Socket): void {
+    if (this.held) {
+      const queue = this.held.get(to);
+      if (queue) queue.push(d);
+      else this.held.set(to, [d]);
+    } else if (!to.write(d)) {
+      from.pause();
+      to.once('drain', () => from.resume());
+    }
   }
 
   /** New links go to this port from now on (a restarted server on another port). */
@@ -262,7 +285,29 @@ export class CuttableProxy {
     this.links.clear();
   }
 
-  restore(): void { this.cutOff = false; this.muted = false; }
+  /**
+   * Holds every link's bytes, both ways, new links' too: nothing is forwarded and
+   * nothing closed. A link that one end closes meanwhile is closed on the other
+   * end at once, its held bytes dropped.
+   */
+  hold(): void {
+    this.held ??= new Map();
+    this.holds++;
+  }
+
+  /** The bytes held on their way to the target, in order (a drill reads what a sidecar sent). */
+  heldForTarget(): Buffer {
+    return Buffer.concat([...(this.held ?? [])].filter(([to]) => this.upstreams.has(to)).flatMap(([, queue]) => queue));
+  }
+
+  /** Forwards what was held (in order) and every byte from now on; accepts links again. */
+  restore(): void {
+    this.cutOff = false;
+    this.muted = false;
+    const held = this.held;
+    this.held = null;
+    if (held) for (const [to, queue] of held) if (!to.destroyed) for (const d of queue) to.write(d);
+  }
 
   async close(): Promise<void> {
     this.cut();

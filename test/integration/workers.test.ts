@@ -88,9 +88,9 @@ async function twoWorkers(port: number | string): Promise<Array<{ w: Wire; pid: 
   return [...seen.values()];
 }
 
-/** The sidecars registered under a prefix, and which of them hold a live lease. */
+/** The sidecars registered under a prefix (not the tombstones of those gone, below 0), and which of them hold a live lease. */
 async function registry(prefix: string): Promise<{ all: string[]; live: string[] }> {
-  const [[, time], [, entries]] = (await db.multi().time().zrange(new Layout(prefix, testShards).keys(0).nodes, 0, -1, 'WITHSCORES').exec())! as [
+  const [[, time], [, entries]] = (await db.multi().time().zrangebyscore(new Layout(prefix, testShards).keys(0).nodes, 0, '+inf', 'WITHSCORES').exec())! as [
     [null, [string, string]], [null, string[]],
   ];
   const now = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);

@@ -40,6 +40,8 @@ const RESERVE_STORING = 's';
 const RESERVE_STORED = 'k';
 /** A reserve over a watch list whose version is not what the shard holds (lost, reaped) says so: send it. */
 export const WATCH_LIST_STALE = -2;
+/** A reserve of a sidecar that has no lease in the shard (lapsed, or reaped) takes nothing (includes/jobs.lua lease_allows). */
+export const LEASE_LAPSED = -3;
 const storedList = (op: AnyJobOp) => op.watch >= 0;
 const byName = (op: AnyJobOp) => op.tubes.length > RESERVE_BY_NAME_ABOVE;
 

@@ -5,7 +5,7 @@
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
 import type { JobInfo, JobState, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
-import { BatchEncoder, decodeBatch, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
+import { BatchEncoder, decodeBatch, LEASE_LAPSED, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
 import { sendEncoded } from './encoded-call.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
 import { isStoreFull, StoreError } from '../errors.js';
@@ -30,6 +30,10 @@ const RELEASE_PAGE = 500;
 
 /** Only a put makes Redis hold more (a burnt id is one INCR of an existing key). */
 const grows = (op: AnyJobOp) => op.code === OpCode.Put;
+
+/** What a reserve gets that Redis refused for want of a lease: it took nothing. */
+const LAPSED = new StoreError('failed', 'this sidecar has no lease in Redis (lapsed, or reaped): the reserve took nothing');
+const lapsed = (op: AnyJobOp, r: OpResult | StoreError) => r === LEASE_LAPSED && (op.code === OpCode.Reserve || op.code === OpCode.Candidate);
 
 /** Redis' TIME reply ([seconds, microseconds]) in milliseconds. */
 function redisMs([seconds, micros]: [string, string]): number {
@@ -130,7 +134,7 @@ export class RedisJobStore implements ShardStore {
       }
     }
     await this.replicated();
-    return results;
+    return results.map((r, i) => (lapsed(ops[i]!, r) ? LAPSED : r));
   }
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
@@ -300,7 +304,8 @@ export class RedisJobStore implements ShardStore {
 
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
     // A pipeline, not MULTI: Redis refuses MULTI when out of memory, and these are reads.
-    const [time, all] = (await pipelined(this.redis.pipeline().time().zrange(this.keys.nodes, 0, -1, 'WITHSCORES'))) as [[string, string], string[]];
+    // (Not the tombstones of sidecars reaped or gone, below 0: forgetNode.lua.)
+    const [time, all] = (await pipelined(this.redis.pipeline().time().zrangebyscore(this.keys.nodes, 0, '+inf', 'WITHSCORES'))) as [[string, string], string[]];
     const now = redisMs(time);
     const live: string[] = [];
     const dead: string[] = [];
