@@ -140,6 +140,39 @@ export interface Report {
   notes: string[];
 }
 
+/** Why a job was delivered again after `prev`: see account(). */
+function redeliveryCause(prev: Delivery, next: Delivery, ttrSec: number): 'after-DELETED' | 'ttr-lapsed' | 'handed-back' {
+  if (prev.deleteOutcome === 'deleted') return 'after-DELETED';
+  return next.at - prev.at >= ttrSec * 1000 - 500 ? 'ttr-lapsed' : 'handed-back';
+}
+
+/** A job delivered again because its TTR ran out: the delivery before and the one after. */
+export interface TtrLapse { prev: Delivery; next: Delivery }
+
+export function ttrLapses(ledger: Ledger, ttrSec: number): TtrLapse[] {
+  const lapses: TtrLapse[] = [];
+  for (const list of ledger.deliveries.values()) {
+    const sorted = [...list].sort((x, y) => x.at - y.at);
+    for (let i = 1; i < sorted.length; i++) {
+      if (redeliveryCause(sorted[i - 1]!, sorted[i]!, ttrSec) === 'ttr-lapsed') lapses.push({ prev: sorted[i - 1]!, next: sorted[i]! });
+    }
+  }
+  return lapses;
+}
+
+/** The longest stretch of [from, to] that none of the intervals (which may overlap) covers. */
+export function longestOutside(intervals: ReadonlyArray<{ from: number; to: number }>, from: number, to: number): number {
+  let longest = 0;
+  let start = from;
+  for (const i of [...intervals].sort((x, y) => x.from - y.from)) {
+    if (i.to <= start) continue;
+    if (i.from >= to) break;
+    longest = Math.max(longest, i.from - start);
+    start = i.to;
+  }
+  return Math.max(longest, to - start);
+}
+
 /**
  * The accounting of a run. A duplicate is a job delivered more than once; each
  * redelivery is explained by the delivery before it: its delete answered DELETED
@@ -181,10 +214,10 @@ export function account(fault: string, ledger: Ledger, ttrSec: number): Omit<Rep
     const causes: string[] = [];
     for (let i = 1; i < sorted.length; i++) {
       const prev = sorted[i - 1]!;
-      const gap = sorted[i]!.at - prev.at;
-      gapsMs.push(gap);
-      if (prev.deleteOutcome === 'deleted') { causes.push('after-DELETED'); dupAfterDeleted++; }
-      else if (gap >= ttrSec * 1000 - 500) { causes.push(`ttr-lapsed(${prev.deleteOutcome})`); dupTtrLapsed++; }
+      gapsMs.push(sorted[i]!.at - prev.at);
+      const cause = redeliveryCause(prev, sorted[i]!, ttrSec);
+      if (cause === 'after-DELETED') { causes.push(cause); dupAfterDeleted++; }
+      else if (cause === 'ttr-lapsed') { causes.push(`ttr-lapsed(${prev.deleteOutcome})`); dupTtrLapsed++; }
       else { causes.push(`handed-back(${prev.deleteOutcome})`); dupHandedBack++; }
     }
     dups.push({ marker, id: sorted[0]!.id, count: list.length, gapsMs, causes });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, waitForPort } from '../helpers/ports.js';
+import { longestOutside } from './ledger.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -48,6 +49,16 @@ export class FaultRedis {
   child!: ChildProcess;
   /** More redis-server arguments, after the fixed ones (e.g. --replicaof); read at every launch. */
   extraArgs: string[] = [];
+  /**
+   * When it answered nothing: from a SIGSTOP or kill until it answered PING
+   * again (after SIGCONT, or after a restart had loaded its AOF). Closed
+   * outages only; one still open is `downSince`.
+   */
+  readonly outages: Array<{ from: number; to: number }> = [];
+  private downSince: number | null = null;
+  /** Counts the faults, so a PONG sent before the latest one closes no outage. */
+  private faultCount = 0;
+  private pinging = false;
   private stopped = false;
 
   private constructor(readonly port: number, readonly dir: string) {}
@@ -80,7 +91,10 @@ export class FaultRedis {
     for (;;) {
       try {
         await waitForPort(this.port, 500);
-        if (!exited) return;
+        if (!exited) {
+          this.watchForAnswers();
+          return;
+        }
       } catch { /* not yet */ }
       if (exited) {
         if (Date.now() > until) throw new Error(`redis-server did not start on ${this.port}`);
@@ -95,13 +109,47 @@ export class FaultRedis {
   async kill9(): Promise<void> {
     if (!running(this.child)) return;
     const exited = new Promise((r) => this.child.once('exit', r));
+    this.down();
     process.kill(this.pid, 'SIGKILL');
     await exited;
   }
 
   /** SIGSTOP: the process stays, its sockets stay open, nothing is answered. */
-  pause(): void { process.kill(this.pid, 'SIGSTOP'); }
-  resume(): void { process.kill(this.pid, 'SIGCONT'); }
+  pause(): void {
+    this.down();
+    process.kill(this.pid, 'SIGSTOP');
+  }
+
+  resume(): void {
+    process.kill(this.pid, 'SIGCONT');
+    this.watchForAnswers();
+  }
+
+  /** The longest stretch of [from, to] in which it answered (no outage). */
+  longestAnswering(from: number, to: number): number {
+    return longestOutside([...this.outages, ...(this.downSince === null ? [] : [{ from: this.downSince, to: Infinity }])], from, to);
+  }
+
+  private down(): void {
+    this.faultCount++;
+    this.downSince ??= Date.now();
+  }
+
+  /** PINGs until a PONG (not LOADING) comes back to a PING sent after the latest fault: the outage ends. */
+  private watchForAnswers(): void {
+    if (this.pinging || this.downSince === null) return;
+    this.pinging = true;
+    void (async () => {
+      while (this.downSince !== null && !this.stopped) {
+        const count = this.faultCount;
+        if ((await pingAnswers(this.port, 200)) && count === this.faultCount) {
+          this.outages.push({ from: this.downSince, to: Date.now() });
+          this.downSince = null;
+        } else await sleep(20);
+      }
+      this.pinging = false;
+    })();
+  }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
@@ -112,6 +160,26 @@ export class FaultRedis {
     }
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/** Whether a PING on a new connection is answered `+PONG` within ms (a loading Redis answers `-LOADING`). */
+function pingAnswers(port: number, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let reply = '';
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), ms);
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => {
+      reply += d.toString('latin1');
+      if (reply.includes('\r\n')) done(reply.startsWith('+PONG'));
+    });
+  });
 }
 
 // ---------------------------------------------------------------- sidecars
