@@ -1,4 +1,10 @@
+import path from 'node:path';
 import { defineConfig } from 'tsup';
+import { buildLibrary } from './src/store/redis/scripts.js';
+
+/** The Redis Functions libraries, built (and checked) once here rather than at every start. */
+const lua = path.resolve('lua');
+const PREBUILT_LIBRARIES = JSON.stringify({ plain: buildLibrary({ dir: lua }), shardedPubSub: buildLibrary({ dir: lua, shardedPubSub: true }) });
 
 export default defineConfig([
   // The library: its dependencies stay dependencies.
@@ -20,6 +26,7 @@ export default defineConfig([
     outExtension: () => ({ js: '.cjs' }),
     target: 'node20',
     noExternal: [/.*/],
+    define: { REDSTALK_PREBUILT_LIBRARIES: PREBUILT_LIBRARIES },
     // import.meta.url (the lua/ folder, pino-pretty) from __filename.
     shims: true,
     // Less to read and parse; names are kept (log lines name error classes). esbuild

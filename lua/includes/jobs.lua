@@ -334,9 +334,9 @@ local function enter_ready(T, id, j, later)
   add_member(T.ready, j[F_PRI], member(id), later, T)
 end
 
-local function enter_delayed(T, id, j, now, delay_s, later)
+local function enter_delayed(T, id, j, due, later)
   j[F_STATE] = DELAYED
-  j[F_DUE] = now + delay_s * 1000
+  j[F_DUE] = due
   j[F_OWNER] = ''
   local m = member(id)
   add_member(T.delayed, j[F_DUE], m, later)

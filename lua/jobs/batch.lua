@@ -8,12 +8,14 @@
   ARGV  [1] events channel  [2] shard count  [3] this shard  [4] tube count n
         [5..4+n] tube names (KEYS order), then the ops, each a code and its
         fields (t = 1-based tube index):
-          'p' t pri delay ttr body    put                      -> id
+          'p' t pri delay run ttr body  put                    -> id
+                                      (run: ms of the delay already gone by,
+                                      since the command arrived at the sidecar)
           'i'                         use up a job id          -> id
                                       (a put that ends in EXPECTED_CRLF or
                                       DRAINING, as beanstalkd)
           'd' owner id t              delete                   -> 1 | 0
-          'r' owner id t pri delay    release                  -> 1 | 0
+          'r' owner id t pri delay run  release                -> 1 | 0
           'b' owner id t pri          bury                     -> 1 | 0
           't' owner id t              touch                    -> ttr s | 0
           'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...,
@@ -63,7 +65,7 @@ local created, now, shards, shard, Ts, by_name
 local inserted, deleted, emptied
 
 -- The fields after each op's code ('v': 3, then its k tubes).
-local OP_FIELDS = { p = 5, i = 0, d = 3, r = 5, b = 4, t = 3, v = 3, w = 3, s = 4, k = 3, x = 1 }
+local OP_FIELDS = { p = 6, i = 0, d = 3, r = 6, b = 4, t = 3, v = 3, w = 3, s = 4, k = 3, x = 1 }
 local function op_length(a)
   local op = ARGV[a]
   local n = OP_FIELDS[op]
@@ -82,12 +84,13 @@ local function next_id()
   return fmt_int(last_seq * shards + shard)
 end
 
--- A job put or released with a delay waits; without one it is ready (and
--- wakes a waiter, unless a reserve of this call takes it: notify_net_ready).
--- A put's ZADDs wait for the next reserve or the end (later).
-local function wait_or_ready(ti, id, j, delay, later)
+-- A job put or released with a delay waits until the delay has run from the
+-- command's arrival (`run` ms of it went by before this call); without one it
+-- is ready (and wakes a waiter, unless a reserve of this call takes it:
+-- notify_net_ready). A put's ZADDs wait for the next reserve or the end (later).
+local function wait_or_ready(ti, id, j, delay, run, later)
   if delay > 0 then
-    enter_delayed(Ts[ti], id, j, now, delay, later)
+    enter_delayed(Ts[ti], id, j, now + math.max(0, delay * 1000 - run), later)
   else
     enter_ready(Ts[ti], id, j, later)
   end
@@ -96,12 +99,12 @@ end
 -- Jobs put by this call whose zset members may still be queued.
 local put_here
 
-local function put(ti, pri, delay, ttr, body)
+local function put(ti, pri, delay, run, ttr, body)
   local T = Ts[ti]
   T.num = T.num or ensure_tube(T)
   local id = next_id()
   local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0 }
-  wait_or_ready(ti, id, j, delay, true)
+  wait_or_ready(ti, id, j, delay, run, true)
   add_job(id, j, body)
   put_here[id] = true
   inserted[ti] = inserted[ti] + 1
@@ -118,7 +121,7 @@ local function delete(owner, id, ti)
   return 1
 end
 
-local function release(owner, id, ti, pri, delay)
+local function release(owner, id, ti, pri, delay, run)
   local j, body = load_reserved_by(id, owner)
   if not j then return 0 end
   local T = Ts[ti]
@@ -126,7 +129,7 @@ local function release(owner, id, ti, pri, delay)
   j[F_PRI] = pri
   j[F_DELAY] = delay
   j[F_RELEASES] = j[F_RELEASES] + 1
-  wait_or_ready(ti, id, j, delay)
+  wait_or_ready(ti, id, j, delay, run)
   save_job(id, j, body)
   return 1
 end
@@ -472,13 +475,13 @@ while a <= #ARGV do
   if RESERVES[op] and not lease_allows(ARGV[a + 1], now) then
     r = -3
   elseif op == 'p' then
-    r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5])
+    r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 6])
   elseif op == 'i' then
     r = next_id()
   elseif op == 'd' then
     r = delete(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]))
   elseif op == 'r' then
-    r = release(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]))
+    r = release(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6]))
   elseif op == 'b' then
     r = bury(ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]))
   elseif op == 't' then

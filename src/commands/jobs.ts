@@ -4,7 +4,7 @@
 // their replies are made by the completions at the end of this file.
 import { jobReply, line, REPLY } from '../protocol/replies.js';
 import { COMMANDS } from '../protocol/spec.js';
-import { jobOps, type Completion, type JobOp } from '../store/ops.js';
+import { delayRun, jobOps, type Completion, type JobOp } from '../store/ops.js';
 import type { PeekState } from '../store/job-store.js';
 import type { BatchRules, Handlers, Services, Session } from './session.js';
 
@@ -22,7 +22,7 @@ export const jobHandlers: Handlers<JobCommand> = {
     if (!body) return s.submit(jobOps.burnId(s, expectedCrlf, s.used));
     if (svc.draining()) return s.submit(jobOps.burnId(s, refusedDraining, s.used));
     // A ttr of 0 would expire at once; beanstalkd raises it to 1 second.
-    s.submit(jobOps.put(s, inserted, s.used, pri, delay, Math.max(1, ttr), body));
+    s.submit(jobOps.put(s, inserted, s.used, pri, delay, Math.max(1, ttr), body, s.arrivedAt));
   },
 
   async peek(s, [id], svc) {
@@ -59,7 +59,7 @@ export const jobHandlers: Handlers<JobCommand> = {
   release(s, [id, pri, delay]) {
     const r = s.reserved.get(id);
     if (!r) return s.answer(REPLY.NOT_FOUND);
-    s.submit(jobOps.release(s, released, s.owner, id, r.tube, pri, delay));
+    s.submit(jobOps.release(s, released, s.owner, id, r.tube, pri, delay, s.arrivedAt));
   },
   bury(s, [id, pri]) {
     const r = s.reserved.get(id);
@@ -102,7 +102,7 @@ const expectedCrlf = completion<string>(() => REPLY.EXPECTED_CRLF);
 const refusedDraining = completion<string>(() => REPLY.DRAINING);
 
 const inserted = completion<string>((s, op, id) => {
-  if (op.delay > 0) s.dueIn(op.delay * 1000);
+  if (op.delay > 0) s.dueIn(op.delay * 1000 - delayRun(op));
   return line(`INSERTED ${id}`);
 });
 
@@ -115,7 +115,7 @@ const deleted = completion<boolean>((s, op, ok) => {
 const released = completion<boolean>((s, op, ok) => {
   s.forget(op.id);
   if (!ok) return REPLY.NOT_FOUND;
-  if (op.delay > 0) s.dueIn(op.delay * 1000);
+  if (op.delay > 0) s.dueIn(op.delay * 1000 - delayRun(op));
   return REPLY.RELEASED;
 });
 

@@ -48,6 +48,8 @@ export interface JobOp<C = unknown, R = OpResult> {
   readonly watch: number;
   readonly pri: number;
   readonly delay: number;
+  /** put, release: when the command arrived (Date.now()): its delay counts from then, not from when the store runs it. */
+  readonly arrivedAt: number;
   readonly ttr: number;
   /** reserve: the most jobs to take (reserve-many); 1 otherwise. */
   readonly count: number;
@@ -60,21 +62,24 @@ export interface JobOp<C = unknown, R = OpResult> {
 const NO_TUBES: readonly string[] = [];
 
 function op<C, R>(code: OpCode, ctx: C, done: Completion<C, R>, owner: string, id: string, tube: string,
-  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null, count = 1, watch = -1): JobOp<C, R> {
-  return { code, owner, id, tube, tubes, watch, pri, delay, ttr, count, body, ctx, done };
+  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null, count = 1, watch = -1, arrivedAt = 0): JobOp<C, R> {
+  return { code, owner, id, tube, tubes, watch, pri, delay, arrivedAt, ttr, count, body, ctx, done };
 }
+
+/** How long a put's or release's delay has already run (ms): since its command arrived. */
+export const delayRun = (op: AnyJobOp, now = Date.now()): number => (op.delay > 0 ? Math.max(0, now - op.arrivedAt) : 0);
 
 /** The op builders: the only place a JobOp literal is written. */
 export const jobOps = {
-  put: <C>(ctx: C, done: Completion<C, string>, tube: string, pri: number, delay: number, ttr: number, body: Buffer) =>
-    op(OpCode.Put, ctx, done, '', '', tube, NO_TUBES, pri, delay, ttr, body),
+  put: <C>(ctx: C, done: Completion<C, string>, tube: string, pri: number, delay: number, ttr: number, body: Buffer, arrivedAt = Date.now()) =>
+    op(OpCode.Put, ctx, done, '', '', tube, NO_TUBES, pri, delay, ttr, body, 1, -1, arrivedAt),
   /** A put that ends in EXPECTED_CRLF or DRAINING still uses up a job id (of the used tube's shard), as in beanstalkd. */
   burnId: <C>(ctx: C, done: Completion<C, string>, tube: string) =>
     op(OpCode.BurnId, ctx, done, '', '', tube, NO_TUBES, 0, 0, 0, null),
   delete: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string) =>
     op(OpCode.Delete, ctx, done, owner, id, tube, NO_TUBES, 0, 0, 0, null),
-  release: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string, pri: number, delay: number) =>
-    op(OpCode.Release, ctx, done, owner, id, tube, NO_TUBES, pri, delay, 0, null),
+  release: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string, pri: number, delay: number, arrivedAt = Date.now()) =>
+    op(OpCode.Release, ctx, done, owner, id, tube, NO_TUBES, pri, delay, 0, null, 1, -1, arrivedAt),
   bury: <C>(ctx: C, done: Completion<C, boolean>, owner: string, id: string, tube: string, pri: number) =>
     op(OpCode.Bury, ctx, done, owner, id, tube, NO_TUBES, pri, 0, 0, null),
   touch: <C>(ctx: C, done: Completion<C, number>, owner: string, id: string, tube: string) =>

@@ -67,6 +67,24 @@ describe('listening before the store is ready', () => {
     }
   });
 
+  it("counts a put's delay from when it arrived: a put whose delay ran out before the store was ready is ready", async () => {
+    const listener = await Listener.open('127.0.0.1', 0);
+    const early = await Wire.connect(listener.port);
+    early.send('put 0 1 60 1\r\nx\r\nput 0 30 60 1\r\ny\r\n');
+    await new Promise((r) => setTimeout(r, 1200));
+    const { config } = checkConfig({ redisUrl: redis.url, prefix: uniquePrefix(), port: 0, logLevel: 'silent' });
+    const { sidecar } = await openSidecar(config, createLogger('silent'), listener);
+    try {
+      expect(await early.line()).toBe('INSERTED 1');
+      expect(await early.line()).toBe('INSERTED 2');
+      expect(await early.cmd('peek-ready')).toBe('FOUND 1 1\nx');
+      expect(await early.cmd('stats-job 2')).toMatch(/\nstate: delayed\n[\s\S]*\ndelay: 30\n/);
+    } finally {
+      early.close();
+      await sidecar.close();
+    }
+  });
+
   const hasActivate = spawnSync('sh', ['-c', 'command -v systemd-socket-activate'], { stdio: 'ignore' }).status === 0;
   it.skipIf(!hasActivate)('takes the listening socket systemd passes (socket activation), instead of -l/-p', async () => {
     const port = await freePort();

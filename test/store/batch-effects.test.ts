@@ -50,6 +50,28 @@ async function expectCountersExact(redis: Redis, keys: ShardKeys, store: RedisJo
 }
 
 describe('batch: ops of one call on the same job', () => {
+  it("counts a put's and a release's delay from when the command arrived, not from when the call runs", async () => {
+    const { redis, keys, store } = openStore();
+    const due = async (id: string) => Number(await redis.zscore(keys.tube('t')[2]!, member(id)));
+    const redisNow = async () => { const [s, us] = await redis.time(); return Number(s) * 1000 + Math.floor(Number(us) / 1000); };
+    const arrived = Date.now() - 1500;
+    const [id] = await store.apply([jobOps.put(null, none, 't', 1, 2, 60, body(), arrived)]) as [string];
+    expect((await due(id)) - (await redisNow())).toBeGreaterThan(0);
+    expect((await due(id)) - (await redisNow())).toBeLessThanOrEqual(500);
+    // One whose whole delay went by before the call is ready at once.
+    const [late] = await store.apply([jobOps.put(null, none, 'u', 1, 1, 60, body(), Date.now() - 5000)]) as [string];
+    expect(await store.apply([jobOps.reserve(null, none, 'o', ['u'], 1)])).toMatchObject([{ jobs: [{ id: late }] }]);
+    await store.apply([jobOps.reserve(null, none, 'o', ['t'], 1)]);
+    await new Promise((r) => setTimeout(r, 600));
+    const [reserved] = await store.apply([jobOps.reserve(null, none, 'o', ['t'], 1)]) as [Reservation];
+    expect(reserved).toMatchObject({ jobs: [{ id }] });
+    expect(await store.apply([jobOps.release(null, none, 'o', id, 't', 1, 3, Date.now() - 1000)])).toEqual([true]);
+    expect((await due(id)) - (await redisNow())).toBeGreaterThan(1500);
+    expect((await due(id)) - (await redisNow())).toBeLessThanOrEqual(2000);
+    expect(await store.jobInfo(id)).toMatchObject({ state: 'delayed', delay: 3 });
+    redis.disconnect();
+  });
+
   it('hands out consecutive ids in op order to puts and burnt ids, with one shard and with several', async () => {
     const one = openStore();
     expect(await one.store.apply([

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { GENERATED_PATH, generateProtocolTypes } from '../../scripts/gen-protocol.js';
 import { COMMANDS, PROTOCOL } from '../../src/protocol/spec.js';
 import { COMMAND_COUNTERS, STATS_DOCUMENTS } from '../../src/protocol/stats.js';
+import { buildLibrary } from '../../src/store/redis/scripts.js';
 import { ROOT } from '../helpers/redstalk.js';
 
 const json = (file: string) => JSON.parse(readFileSync(path.join(ROOT, file), 'utf8'));
@@ -34,5 +35,12 @@ describe('protocol/stats.json', () => {
 describe('src/protocol/generated.ts', () => {
   it('is what scripts/gen-protocol.ts writes from protocol/ (run npm run gen:protocol)', () => {
     expect(readFileSync(GENERATED_PATH, 'utf8')).toBe(generateProtocolTypes());
+  });
+});
+
+describe('dist/redstalk.cjs', () => {
+  it('carries the Redis Functions libraries built from lua/ (npm run build), so a start reads no Lua file', () => {
+    const bundle = readFileSync(path.join(ROOT, 'dist/redstalk.cjs'), 'latin1');
+    for (const options of [{}, { shardedPubSub: true }]) expect(bundle).toContain(buildLibrary(options).name);
   });
 });

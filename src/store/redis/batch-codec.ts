@@ -1,7 +1,7 @@
 // lua/jobs/batch.lua's calling convention: ops in, the call's RESP bytes
 // out (tubes interned as 1-based indexes), and its reply decoded into one
 // typed result per op. No Redis involved, so the hot path has a micro-benchmark.
-import { OpCode, type AnyJobOp, type Candidate, type OpResult, type Reservation, type ReservedJob } from '../ops.js';
+import { delayRun, OpCode, type AnyJobOp, type Candidate, type OpResult, type Reservation, type ReservedJob } from '../ops.js';
 import type { ShardKeys } from '../layout.js';
 import { encoded, RespWriter } from './resp.js';
 
@@ -115,10 +115,10 @@ export class BatchEncoder {
     for (const t of names) w.string(t);
     for (const op of ops) {
       switch (op.code) {
-        case OpCode.Put: w.ascii(OpCode.Put); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); w.int(op.ttr); w.bytes(op.body!); break;
+        case OpCode.Put: w.ascii(OpCode.Put); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); w.int(delayRun(op)); w.int(op.ttr); w.bytes(op.body!); break;
         case OpCode.BurnId: w.ascii(OpCode.BurnId); break;
         case OpCode.Delete: case OpCode.Touch: w.ascii(op.code); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); break;
-        case OpCode.Release: w.ascii(OpCode.Release); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); break;
+        case OpCode.Release: w.ascii(OpCode.Release); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); w.int(delayRun(op)); break;
         case OpCode.Bury: w.ascii(OpCode.Bury); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); break;
         case OpCode.DropWatch: w.ascii(OpCode.DropWatch); w.string(op.owner); this.stored.forget(op.owner); break;
         case OpCode.Reserve: case OpCode.Candidate: { // candidates: a reserve of -count jobs

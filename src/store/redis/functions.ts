@@ -8,7 +8,7 @@
 import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from './connect.js';
 import { encoded } from './resp.js';
-import { buildLibrary, type Library, type LoadOptions, type ScriptFolder } from './scripts.js';
+import { library, type Library, type LoadOptions, type ScriptFolder } from './scripts.js';
 
 /** A script call: key count, keys, then arguments. */
 export type ScriptFn = (...args: Array<string | number | Buffer>) => Promise<unknown>;
@@ -65,7 +65,7 @@ export class FunctionLibrary {
   private loading: Promise<void> | null = null;
 
   constructor(private readonly redis: RedisClient, options: LoadOptions = {}) {
-    this.library = buildLibrary(options);
+    this.library = library(options);
   }
 
   /** FUNCTION LOAD on every primary; one that has this version already is fine (its code is the same). */

@@ -213,6 +213,21 @@ function entry(script: Script): string {
   ].join('\n');
 }
 
+/**
+ * The command line's bundle carries both libraries, built from lua/ when it was
+ * built (tsup.config.ts), so a start neither reads nor checks the Lua files;
+ * run from src/, this is undefined and the library is built from lua/.
+ */
+declare const REDSTALK_PREBUILT_LIBRARIES: { plain: Library; shardedPubSub: Library } | undefined;
+
+/** The library for these options: the bundle's, else built from lua/. */
+export function library(options: LoadOptions = {}): Library {
+  if (options.dir === undefined && typeof REDSTALK_PREBUILT_LIBRARIES !== 'undefined') {
+    return REDSTALK_PREBUILT_LIBRARIES[options.shardedPubSub ? 'shardedPubSub' : 'plain'];
+  }
+  return buildLibrary(options);
+}
+
 /** The library for these options, from lua/. */
 export function buildLibrary(options: LoadOptions = {}): Library {
   const dir = options.dir ?? luaDir();
