@@ -7,7 +7,7 @@
 import cluster from 'node:cluster';
 import { lstatSync, readFileSync, unlinkSync } from 'node:fs';
 import net from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 
 /** PEM files of the TLS listener; `ca` makes it require client certificates (mutual TLS). */
 export interface TlsFiles { cert: string; key: string; ca?: string }
@@ -85,7 +85,8 @@ export class Listener {
       else pending.push(socket);
     };
     // A TLS socket is handed over once its handshake is done; a failed handshake never reaches the sidecar.
-    const server = tlsFiles ? tls.createServer(tlsOptions(tlsFiles), onSocket) : net.createServer({ allowHalfOpen: true }, onSocket);
+    // TLS (and the crypto it brings) is loaded only when asked for: a start without it listens sooner.
+    const server = tlsFiles ? (await import('node:tls')).createServer(tlsOptions(tlsFiles), onSocket) : net.createServer({ allowHalfOpen: true }, onSocket);
     const activated = cluster.isWorker ? null : activatedSocket();
     const socketPath = activated === null ? unixSocketPath(listen) : null;
     // A cluster worker's (--workers) socket is the primary's, shared by every

@@ -8,7 +8,6 @@
 // Jobs get new ids; reserved jobs (held by a client still connected) stay.
 import { closeSync, fsyncSync, openSync, readFileSync, writeSync } from 'node:fs';
 import type { Command } from 'commander';
-import { Redis } from 'ioredis';
 import { Client } from '../../../clients/node/src/index.js';
 import { drainTube, loadJob, parseLine } from './transfer.js';
 

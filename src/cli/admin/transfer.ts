@@ -7,7 +7,6 @@
 // is written before its job is deleted, so a crash of the command may leave a
 // job both in the file and in the server (load it twice), never in neither.
 import { closeSync, createReadStream, fsyncSync, openSync, writeSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { TimedOutError, NotFoundError, UnknownCommandError, type Client, type Job } from '../../../clients/node/src/index.js';
 import { adminCommand, print, withClient, type AdminOptions } from './session.js';
@@ -135,6 +134,7 @@ export function addTransferCommands(program: Command): void {
 
   adminCommand(program, 'load <file>', 'put the jobs of a drain-to file (- for standard input) into the server')
     .action((file: string, o: AdminOptions) => withClient(o, async (c) => {
+      const { createInterface } = await import('node:readline');
       const lines = createInterface({ input: file === '-' ? process.stdin : createReadStream(file), crlfDelay: Infinity });
       const counts = { ready: 0, delayed: 0, buried: 0 };
       let used = '';
