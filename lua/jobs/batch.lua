@@ -85,11 +85,12 @@ local function next_id()
 end
 
 -- A job put or released with a delay waits until the delay has run from the
--- command's arrival (`run` ms of it went by before this call); without one it
--- is ready (and wakes a waiter, unless a reserve of this call takes it:
--- notify_net_ready). A put's ZADDs wait for the next reserve or the end (later).
+-- command's arrival (`run` ms of it went by before this call); without one, or
+-- once it has run, it is ready (and wakes a waiter, unless a reserve of this
+-- call takes it: notify_net_ready). A put's ZADDs wait for the next reserve or
+-- the end (later).
 local function wait_or_ready(ti, id, j, delay, run, later)
-  if delay > 0 then
+  if delay * 1000 > run then
     enter_delayed(Ts[ti], id, j, now + math.max(0, delay * 1000 - run), later)
   else
     enter_ready(Ts[ti], id, j, later)

@@ -14,7 +14,7 @@ import { COMMANDS } from '../protocol/spec.js';
 import type { Backend } from '../store/backend.js';
 import { isOutcomeUnknown, StoreError } from '../store/errors.js';
 import type { JobStore } from '../store/job-store.js';
-import { OpCode, type AnyJobOp, type ReservedJob } from '../store/ops.js';
+import { OpCode, readyAtOnce, type AnyJobOp, type ReservedJob } from '../store/ops.js';
 import type { RoomSettings } from '../store/room-store.js';
 import { Background } from './background.js';
 import { Connection, type ConnectionHost } from './connection.js';
@@ -186,7 +186,7 @@ export class Sidecar implements ConnectionHost {
     }
     this.backend.jobs.submit(op);
     // A job about to be ready goes to a waiter of this sidecar in the same call.
-    if ((op.code === OpCode.Put || op.code === OpCode.Release) && op.delay === 0) this.waiters.readying(op.tube);
+    if ((op.code === OpCode.Put || op.code === OpCode.Release) && readyAtOnce(op)) this.waiters.readying(op.tube);
   }
 
   dueIn(ms: number): void {

@@ -69,6 +69,9 @@ function op<C, R>(code: OpCode, ctx: C, done: Completion<C, R>, owner: string, i
 /** How long a put's or release's delay has already run (ms): since its command arrived. */
 export const delayRun = (op: AnyJobOp, now = Date.now()): number => (op.delay > 0 ? Math.max(0, now - op.arrivedAt) : 0);
 
+/** A put or release whose job is ready as soon as the store runs it: no delay, or one that ran out before. */
+export const readyAtOnce = (op: AnyJobOp): boolean => op.delay * 1000 <= delayRun(op);
+
 /** The op builders: the only place a JobOp literal is written. */
 export const jobOps = {
   put: <C>(ctx: C, done: Completion<C, string>, tube: string, pri: number, delay: number, ttr: number, body: Buffer, arrivedAt = Date.now()) =>

@@ -58,8 +58,9 @@ describe('batch: ops of one call on the same job', () => {
     const [id] = await store.apply([jobOps.put(null, none, 't', 1, 2, 60, body(), arrived)]) as [string];
     expect((await due(id)) - (await redisNow())).toBeGreaterThan(0);
     expect((await due(id)) - (await redisNow())).toBeLessThanOrEqual(500);
-    // One whose whole delay went by before the call is ready at once.
+    // One whose whole delay went by before the call is ready at once (its delay still shown).
     const [late] = await store.apply([jobOps.put(null, none, 'u', 1, 1, 60, body(), Date.now() - 5000)]) as [string];
+    expect(await store.jobInfo(late)).toMatchObject({ state: 'ready', delay: 1 });
     expect(await store.apply([jobOps.reserve(null, none, 'o', ['u'], 1)])).toMatchObject([{ jobs: [{ id: late }] }]);
     await store.apply([jobOps.reserve(null, none, 'o', ['t'], 1)]);
     await new Promise((r) => setTimeout(r, 600));

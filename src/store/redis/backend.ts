@@ -93,16 +93,25 @@ export class RedisBackend implements Backend {
 
   async open(listener: ReadyListener): Promise<void> {
     await Promise.all([this.redis.connect(), this.subscriber.connect()]);
+    // A Redis that evicts keys is refused before anything is written to it; the
+    // rest goes out together (one round trip rather than one each).
     await checkEvictionPolicy(this.redis);
-    await this.functions.open();
-    await this.checkJobSize();
-    await this.checkShardCount();
+    await Promise.all([
+      this.functions.open(),
+      this.checkJobSize(),
+      this.checkShardCount(),
+      this.subscribe(listener),
+    ]);
+    // Upgrades run the library's functions: loaded by now.
     for (const shard of this.shards) await shard.upgrade();
+  }
+
+  /** Wake-ups: job scripts PUBLISH (on a cluster, SPUBLISH) "<count> <tube>" when they make jobs ready. */
+  private async subscribe(listener: ReadyListener): Promise<void> {
     let subscribed = false;
     this.subscriber.on('ready', () => {
       if (subscribed) listener.onResync();
     });
-    // Job scripts PUBLISH (on a cluster, SPUBLISH) "<count> <tube>" when they make jobs ready.
     const onMessage = (_channel: string, message: string) => {
       const space = message.indexOf(' ');
       listener.onReady(message.slice(space + 1), Number(message.slice(0, space)));
