@@ -1,7 +1,7 @@
 // Redis CPU per call of the batch script, this checkout against another
 // (--baseline DIR, e.g. `git worktree add /tmp/base <commit>`): the fixed cost
-// of a call with no ops and with one op ('x': forget a watch list, a DEL and
-// an SREM), next to `return 1`. A private redis-server (no persistence) on a
+// of a call with no ops, with one op ('x': forget a watch list, a DEL and
+// an SREM), and with a reserve over one empty tube, next to `return 1`. A private redis-server (no persistence) on a
 // free port; redis-benchmark sends each call one at a time (-c 1); Redis' own
 // time per call is read from INFO commandstats (reset before each run). The
 // cases are interleaved, round after round, and the median of the rounds printed.
@@ -41,6 +41,7 @@ const redis = new Redis(port, '127.0.0.1');
 try {
   const keys = ['jobs', 'tube-names', 'delayed', 'reserved', 'stats', 'tube-order', 'nodes', 'seq', 'ready-tubes'].map((k) => `{b:0}:${k}`);
   const args = ['{b:0}:events', '1', '0', '0'];
+  const tubeKeys = ['', ':ready', ':delayed', ':buried', ':refs'].map((k) => `{b:0}:tube:default${k}`);
   await redis.call('FUNCTION', 'LOAD', '#!lua name=bench_floor\nredis.register_function("bench_return_1", function() return 1 end)')
     .catch((err: Error) => { if (!/already exists/.test(err.message)) throw err; });
   const cases: Array<[string, string[]]> = [
@@ -52,6 +53,8 @@ try {
     const { label, head } = await batchHead(redis, path.resolve(dir));
     cases.push([`${who}: ${label} batch, 0 ops`, [...head, '9', ...keys, ...args]]);
     cases.push([`${who}: ${label} batch, 1 op`, [...head, '9', ...keys, ...args, 'x', 'n:1']]);
+    // A reserve of a sidecar's connection over one empty tube: the look a blocked worker's reserve makes.
+    cases.push([`${who}: ${label} batch, reserve (empty)`, [...head, '14', ...keys, ...tubeKeys, ...args.slice(0, 3), '1', 'default', 'v', 'n1:1', '1', '1', '1']]);
   }
   const usec = new Map<string, number[]>();
   for (let r = 0; r < Number(values.rounds); r++) {
