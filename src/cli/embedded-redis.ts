@@ -53,9 +53,11 @@ export interface EmbeddedRedisOptions {
   uid?: number;
   gid?: number;
   onLog: (line: string) => void;
+  /** Called once redis-server is spawned (or a running one found to reuse), before it is waited for. */
+  onSpawned?: () => void;
 }
 
-export async function startEmbeddedRedis({ dataDir, fsync, uid, gid, onLog }: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
+export async function startEmbeddedRedis({ dataDir, fsync, uid, gid, onLog, onSpawned }: EmbeddedRedisOptions): Promise<EmbeddedRedis> {
   const binary = findOnPath('redis-server');
   if (!binary) {
     throw new Error('redis-server was not found on PATH. Install Redis >= 7 (Debian: apt-get install redis-server) or pass --redis redis://host:port');
@@ -68,6 +70,7 @@ export async function startEmbeddedRedis({ dataDir, fsync, uid, gid, onLog }: Em
   if (orphan && isRedisServer(orphan.pid) && (await accepts(loopback(orphan.port)))) {
     onLog(`reusing redis-server pid ${orphan.pid} left running on port ${orphan.port}`);
     writePidFile(pidFile, { owner: process.pid, pid: orphan.pid, port: orphan.port });
+    onSpawned?.();
     return handle(orphan.port, orphan.pid, pidFile, null);
   }
   const port = await freePort();
@@ -83,6 +86,7 @@ export async function startEmbeddedRedis({ dataDir, fsync, uid, gid, onLog }: Em
   // Known before it is ready: killed now, the next start finds it (and reuses or stops it).
   writePidFile(pidFile, { owner: process.pid, pid: child.pid ?? null, port });
   const embedded = handle(port, child.pid!, pidFile, child);
+  onSpawned?.();
   try {
     // Polled often: redis-server is usually ready within a few milliseconds.
     await waitUntilAccepting(loopback(port), `redis-server port ${port}`, 10_000, () => {

@@ -67,11 +67,17 @@ export async function serve(config: Config, warnings: readonly string[], embedde
   let redisUrl = config.redisUrl || (role?.redisUrl ?? '');
   const redisLines: string[] = [];
   if (!redisUrl) {
+    let spawned = () => {};
+    const spawning = new Promise<void>((resolve) => { spawned = resolve; });
     embeddedStart = import('./embedded-redis.js').then(({ startEmbeddedRedis }) => (stopping ? null : startEmbeddedRedis({
       dataDir: config.dataDir, fsync: config.fsync, ...as,
       onLog: (line) => (log ? log.info({ redis: line }, 'embedded redis') : redisLines.push(line)),
+      onSpawned: spawned,
     })));
     embeddedStart.catch(() => { /* reported below */ });
+    // Spawned before the server's modules load (which would hold up the spawn until they
+    // have: it waits for a free port first), so that redis-server starts meanwhile.
+    await Promise.race([spawning, embeddedStart.catch(() => null)]);
   }
   const [{ createLogger }, { openSidecar }] = await Promise.all([import('../log.js'), import('../open.js')]);
   log = createLogger(config.logLevel, config.logFormat);
