@@ -91,7 +91,7 @@ end
 -- the end (later).
 local function wait_or_ready(ti, id, j, delay, run, later)
   if delay * 1000 > run then
-    enter_delayed(Ts[ti], id, j, now + math.max(0, delay * 1000 - run), later)
+    enter_delayed(Ts[ti], id, j, now + delay * 1000 - run, later)
   else
     enter_ready(Ts[ti], id, j, later)
   end

@@ -149,15 +149,16 @@ function redeliveryCause(prev: Delivery, next: Delivery, ttrSec: number): 'after
 /** A job delivered again because its TTR ran out: the delivery before and the one after. */
 export interface TtrLapse { prev: Delivery; next: Delivery }
 
-export function ttrLapses(ledger: Ledger, ttrSec: number): TtrLapse[] {
-  const lapses: TtrLapse[] = [];
+/** Each delivery of a job after its first, with the one before it. */
+function* redeliveries(ledger: Ledger): Generator<{ prev: Delivery; next: Delivery }> {
   for (const list of ledger.deliveries.values()) {
     const sorted = [...list].sort((x, y) => x.at - y.at);
-    for (let i = 1; i < sorted.length; i++) {
-      if (redeliveryCause(sorted[i - 1]!, sorted[i]!, ttrSec) === 'ttr-lapsed') lapses.push({ prev: sorted[i - 1]!, next: sorted[i]! });
-    }
+    for (let i = 1; i < sorted.length; i++) yield { prev: sorted[i - 1]!, next: sorted[i]! };
   }
-  return lapses;
+}
+
+export function ttrLapses(ledger: Ledger, ttrSec: number): TtrLapse[] {
+  return [...redeliveries(ledger)].filter(({ prev, next }) => redeliveryCause(prev, next, ttrSec) === 'ttr-lapsed');
 }
 
 /** The longest stretch of [from, to] that none of the intervals (which may overlap) covers. */
@@ -314,16 +315,11 @@ export interface DoubleHold { id: number; first: string; second: string; overlap
 export function holds(ledger: Ledger, ttrSec: number): { doubles: DoubleHold[]; comebackMs: number[] } {
   const doubles: DoubleHold[] = [];
   const comebackMs: number[] = [];
-  for (const list of ledger.deliveries.values()) {
-    const sorted = [...list].sort((x, y) => x.at - y.at);
-    for (let i = 1; i < sorted.length; i++) {
-      const prev = sorted[i - 1]!;
-      const next = sorted[i]!;
-      const heldUntil = Math.min(prev.endedAt ?? Infinity, prev.at + ttrSec * 1000);
-      if (next.at < heldUntil) {
-        doubles.push({ id: next.id, first: `worker ${prev.worker} via ${prev.via} at ${prev.at}`, second: `worker ${next.worker} via ${next.via} at ${next.at}`, overlapMs: heldUntil - next.at });
-      } else if (prev.deleteOutcome !== 'deleted' && prev.endedAt !== undefined) comebackMs.push(next.at - prev.endedAt);
-    }
+  for (const { prev, next } of redeliveries(ledger)) {
+    const heldUntil = Math.min(prev.endedAt ?? Infinity, prev.at + ttrSec * 1000);
+    if (next.at < heldUntil) {
+      doubles.push({ id: next.id, first: `worker ${prev.worker} via ${prev.via} at ${prev.at}`, second: `worker ${next.worker} via ${next.via} at ${next.at}`, overlapMs: heldUntil - next.at });
+    } else if (prev.deleteOutcome !== 'deleted' && prev.endedAt !== undefined) comebackMs.push(next.at - prev.endedAt);
   }
   return { doubles, comebackMs };
 }

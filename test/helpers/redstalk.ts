@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
 import { checkConfig } from '../../src/config/check.js';
 import { createServer, type RedstalkServer, type ServerOptions } from '../../src/index.js';
 import { createLogger } from '../../src/log.js';
@@ -53,6 +55,32 @@ export async function startStack(opts: Partial<ServerOptions> = {}): Promise<Tes
     ...sidecar,
     redis,
     async stop() { await sidecar.stop(); await redis.stop(); },
+  };
+}
+
+/**
+ * For each test of the suite it is called in: a redis-server of its own, an
+ * admin link to it (prepare() may set it up before the sidecar starts) and an
+ * in-process redstalk on it, all stopped after the test.
+ */
+export function ownRedisEachTest(): { start(opts?: Partial<ServerOptions>, prepare?: (admin: Redis) => Promise<void>): Promise<{ admin: Redis; sidecar: TestSidecar }> } {
+  let redis: TestRedis | undefined;
+  let admin: Redis | undefined;
+  let sidecar: TestSidecar | undefined;
+  afterEach(async () => {
+    await sidecar?.stop();
+    admin?.disconnect();
+    await redis?.stop();
+    redis = admin = sidecar = undefined;
+  });
+  return {
+    async start(opts = {}, prepare = async () => {}) {
+      redis = await startRedis();
+      admin = new Redis(redis.url);
+      await prepare(admin);
+      sidecar = await startRedstalk({ ...opts, redisUrl: redis.url });
+      return { admin, sidecar };
+    },
   };
 }
 

@@ -3,30 +3,23 @@
 // working, so workers drain a full queue and it recovers by itself, as
 // beanstalkd does when malloc fails.
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
+import { describe, expect, it } from 'vitest';
+import { ownRedisEachTest, type TestSidecar } from '../helpers/redstalk.js';
 import { Wire, yamlMap } from '../helpers/wire.js';
 import { onCluster } from '../helpers/topology.js';
 
 // It sets maxmemory on its own redis-server: not on the test cluster.
 describe.skipIf(onCluster)('Redis out of memory', () => {
-  let redis: TestRedis | undefined;
-  let sidecar: TestSidecar | undefined;
-  let admin: Redis | undefined;
-  afterEach(async () => {
-    await sidecar?.stop();
-    admin?.disconnect();
-    await redis?.stop();
-  });
+  const own = ownRedisEachTest();
+  let admin: Redis;
+  let sidecar: TestSidecar;
 
   /** A sidecar on a Redis filled by puts of 1 KiB until it refuses them; returns the ids stored. */
   async function full(): Promise<{ a: Wire; ids: string[] }> {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-    await admin.config('SET', 'maxmemory', '16mb');
-    await admin.config('SET', 'maxmemory-policy', 'noeviction');
-    sidecar = await startRedstalk({ redisUrl: redis.url, heartbeatMs: 200 });
+    ({ admin, sidecar } = await own.start({ heartbeatMs: 200 }, async (link) => {
+      await link.config('SET', 'maxmemory', '16mb');
+      await link.config('SET', 'maxmemory-policy', 'noeviction');
+    }));
     const a = await Wire.connect(sidecar.port);
     const body = 'x'.repeat(1024);
     const ids: string[] = [];
@@ -46,8 +39,8 @@ describe.skipIf(onCluster)('Redis out of memory', () => {
 
   /** maxmemory a little below what Redis holds now: over the limit until well drained. */
   async function overLimit(): Promise<void> {
-    const used = Number(/used_memory:(\d+)/.exec(await admin!.info('memory'))![1]);
-    await admin!.config('SET', 'maxmemory', String(used - (2 << 20)));
+    const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))![1]);
+    await admin.config('SET', 'maxmemory', String(used - (2 << 20)));
   }
 
   it('refuses puts but reserves, deletes, releases, buries, touches, kicks, uses new tubes and answers stats', async () => {
@@ -74,12 +67,12 @@ describe.skipIf(onCluster)('Redis out of memory', () => {
     // Room for exactly one more small job: delete one, then put a delayed and a short-TTR one.
     expect(await a.cmd(`delete ${ids[0]}`)).toBe('DELETED');
     expect(await a.cmd(`delete ${ids[1]}`)).toBe('DELETED');
-    await admin!.config('SET', 'maxmemory', '0');
+    await admin.config('SET', 'maxmemory', '0');
     const delayed = /^INSERTED (\d+)$/.exec(await a.cmd('put 0 1 60 1\r\nd'))![1]!;
     const short = /^INSERTED (\d+)$/.exec(await a.cmd('put 0 0 2 1\r\ns'))![1]!;
     await overLimit();
     expect(await a.cmd('put 0 0 60 1\r\nz')).toBe('OUT_OF_MEMORY');
-    const b = await Wire.connect(sidecar!.port);
+    const b = await Wire.connect(sidecar.port);
     await b.cmd('use other');
     await b.cmd('watch other');
     await b.cmd('ignore default');
@@ -93,7 +86,7 @@ describe.skipIf(onCluster)('Redis out of memory', () => {
     const { a, ids } = await full();
     let ok = 0;
     let attempts = 0;
-    const w = await Wire.connect(sidecar!.port);
+    const w = await Wire.connect(sidecar.port);
     for (let i = 0; i < Math.min(ids.length, 2000); i++) {
       attempts += 2;
       const r = await w.cmd('reserve-with-timeout 0');

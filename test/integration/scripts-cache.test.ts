@@ -10,10 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { freePort, waitForPort } from '../helpers/ports.js';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
+import { ownRedisEachTest, startRedstalk } from '../helpers/redstalk.js';
 import { onCluster } from '../helpers/topology.js';
 import { Wire, yamlMap } from '../helpers/wire.js';
 
@@ -57,47 +56,40 @@ async function lifeCycle(port: number, tube: string): Promise<void> {
 
 // It floods and flushes its own redis-server's script cache: not on the test cluster.
 describe.skipIf(onCluster)('the script cache', () => {
-  let redis: TestRedis | undefined;
-  let sidecar: TestSidecar | undefined;
-  let admin: Redis | undefined;
-  afterEach(async () => {
-    await sidecar?.stop();
-    admin?.disconnect();
-    await redis?.stop();
-  });
+  const own = ownRedisEachTest();
+  let admin: Redis;
 
   async function start(): Promise<number> {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-    sidecar = await startRedstalk({ redisUrl: redis.url });
+    const { admin: link, sidecar } = await own.start();
+    admin = link;
     await lifeCycle(sidecar.port, 'warm'); // every function this test calls has run once
     return sidecar.port;
   }
 
   it('serves every command after SCRIPT FLUSH (as on a restarted Redis or a promoted replica)', async () => {
     const port = await start();
-    const before = await noscripts(admin!);
-    await admin!.script('FLUSH');
+    const before = await noscripts(admin);
+    await admin.script('FLUSH');
     await lifeCycle(port, 'flushed');
-    expect(await noscripts(admin!)).toBe(before); // the sidecar sends no script: FCALL of its functions
+    expect(await noscripts(admin)).toBe(before); // the sidecar sends no script: FCALL of its functions
     await lifeCycle(port, 'again');
   });
 
   it(`serves every command when ${FLOOD} other scripts sent with EVAL push its scripts out of the cache (Redis 7.4+, Valkey 8+)`, async () => {
     const port = await start();
-    const info = await admin!.info('server');
+    const info = await admin.info('server');
     // Valkey says what it is in server_name and valkey_version (its redis_version stays 7.2.4).
     const name = /^server_name:(\S+)/m.exec(info)?.[1] ?? 'redis';
     const server = `${name} ${new RegExp(`^${name}_version:(\\S+)`, 'm').exec(info)?.[1] ?? '?'}`;
     for (let round = 1; round <= 2; round++) {
-      const before = await noscripts(admin!);
-      const p = admin!.pipeline();
+      const before = await noscripts(admin);
+      const p = admin.pipeline();
       for (let i = 0; i < FLOOD; i++) p.eval(`return ${round * 10_000 + i}`, 0);
       await p.exec();
-      const stats = await admin!.info('stats');
+      const stats = await admin.info('stats');
       const evicted = field(stats, 'evicted_scripts');
       await lifeCycle(port, `flooded${round}`);
-      const dropped = (await noscripts(admin!)) - before;
+      const dropped = (await noscripts(admin)) - before;
       // The servers that evict say so (evicted_scripts); those before Redis 7.4 keep every script.
       console.log(`script cache, ${server}, round ${round}: evicted_scripts ${evicted ?? '(no such field)'}, NOSCRIPT answers to the sidecar's calls ${dropped}`);
       if (evicted !== undefined) expect(evicted).toBeGreaterThanOrEqual(round * (FLOOD - 500));

@@ -102,8 +102,8 @@ export class RedisBackend implements Backend {
       this.checkShardCount(),
       this.subscribe(listener),
     ]);
-    // Upgrades run the library's functions: loaded by now.
-    for (const shard of this.shards) await shard.upgrade();
+    // Upgrades run the library's functions: loaded by now. Each shard's keys are its own.
+    await Promise.all(this.shards.map((shard) => shard.upgrade()));
   }
 
   /** Wake-ups: job scripts PUBLISH (on a cluster, SPUBLISH) "<count> <tube>" when they make jobs ready. */

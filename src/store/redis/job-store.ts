@@ -134,7 +134,8 @@ export class RedisJobStore implements ShardStore {
       }
     }
     await this.replicated();
-    return results.map((r, i) => (lapsed(ops[i]!, r) ? LAPSED : r));
+    for (let i = 0; i < results.length; i++) if (lapsed(ops[i]!, results[i]!)) results[i] = LAPSED;
+    return results;
   }
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
