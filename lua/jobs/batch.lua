@@ -4,7 +4,7 @@
   call: the sidecar sends what arrived while the previous call was in flight
   (src/store/batcher.ts), so batches form by themselves under load and a
   lone command goes out at once.
-  KEYS  9 globals, then 5 per tube (includes/jobs.lua)
+  KEYS  10 globals, then 5 per tube (includes/jobs.lua)
   ARGV  [1] events channel  [2] shard count  [3] this shard  [4] tube count n
         [5..4+n] tube names (KEYS order), then the ops, each a code and its
         fields (t = 1-based tube index):
@@ -51,8 +51,11 @@
   Also registered as batchAllowOom (flags=allow-oom): Redis out of memory
   refuses this script, but the sidecar then sends the ops that do not grow
   memory (all but puts) through that one, so workers can drain a full Redis.
+  And as batchSections: the batches of several shards of one Redis node in
+  one call, each run as a call of its own (src/store/redis/scripts.ts).
 ]]
 --- @variant allow-oom
+--- @variant sections
 --- @include "jobs"
 
 -- The helpers below are made once, when the library loads; the state of the
@@ -104,7 +107,7 @@ local function put(ti, pri, delay, run, ttr, body)
   local T = Ts[ti]
   T.num = T.num or ensure_tube(T)
   local id = next_id()
-  local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0 }
+  local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0, 0 }
   wait_or_ready(ti, id, j, delay, run, true)
   add_job(id, j, body)
   put_here[id] = true
@@ -123,7 +126,7 @@ local function delete(owner, id, ti)
 end
 
 local function release(owner, id, ti, pri, delay, run)
-  local j, body = load_reserved_by(id, owner)
+  local j = load_reserved_by(id, owner)
   if not j then return 0 end
   local T = Ts[ti]
   leave_reserved(T, id)
@@ -131,28 +134,28 @@ local function release(owner, id, ti, pri, delay, run)
   j[F_DELAY] = delay
   j[F_RELEASES] = j[F_RELEASES] + 1
   wait_or_ready(ti, id, j, delay, run)
-  save_job(id, j, body)
+  save_job(id, j)
   return 1
 end
 
 local function bury(owner, id, ti, pri)
-  local j, body = load_reserved_by(id, owner)
+  local j = load_reserved_by(id, owner)
   if not j then return 0 end
   local T = Ts[ti]
   leave_reserved(T, id)
   j[F_PRI] = pri
   j[F_BURIES] = j[F_BURIES] + 1
   enter_buried(T, id, j)
-  save_job(id, j, body)
+  save_job(id, j)
   return 1
 end
 
 local function touch(owner, id, ti)
-  local j, body = load_reserved_by(id, owner)
+  local j = load_reserved_by(id, owner)
   if not j then return 0 end
   j[F_DUE] = now + j[F_TTR] * 1000
   set_deadline(Ts[ti], id, j[F_DUE], true)
-  save_job(id, j, body)
+  save_job(id, j)
   return j[F_TTR]
 end
 
@@ -408,15 +411,16 @@ local function reserve(owner, n, tubes, watched, tell)
       local ids = {}
       for k = 2, #got, 2 do ids[#ids + 1] = member_id(got[k]) end
       prefetch_jobs(ids)
+      prefetch_bodies(ids)
     end
     for k = 1, #got, 2 do
       local T, id = got[k], member_id(got[k + 1])
-      local j, body = load_job(id)
+      local j = load_job(id)
       if j then -- else a stale member of a job that is gone: look again
         enter_reserved(T, id, j, now, owner)
-        save_job(id, j, body)
+        save_job(id, j)
         local t = #taken
-        taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4] = id, j[F_TTR], body, T.name
+        taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4] = id, j[F_TTR], job_body(id), T.name
       end
     end
   end

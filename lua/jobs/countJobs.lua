@@ -4,7 +4,7 @@
   hash, and lists the tubes with ready jobs in ready-tubes, for a data set
   written before these were kept as jobs move
   (run at start; later starts find jobs-counted set and do nothing).
-  KEYS  9 globals, then 5 per tube (every tube)
+  KEYS  10 globals, then 5 per tube (every tube)
   ARGV  [1..] the tube names
   Returns 1 when it counted, 0 when the counts were kept already.
 ]]

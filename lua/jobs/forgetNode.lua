@@ -8,7 +8,7 @@
   hour as a tombstone (score: minus the time it was forgotten): a reserve of
   it that reaches Redis later takes nothing (includes/jobs.lua lease_allows),
   and a beat of it takes a lease again.
-  KEYS  9 globals, then [10] that sidecar's stats hash, [11] the index of its watch lists
+  KEYS  10 globals, then [11] that sidecar's stats hash, [12] the index of its watch lists
   ARGV  [1] sidecar id
   Returns 1 when it was removed, else 0.
 ]]
@@ -19,12 +19,13 @@ local expiry = redis.call('ZSCORE', K_NODES, ARGV[1])
 if expiry and tonumber(expiry) > now then return 0 end
 redis.call('ZADD', K_NODES, fmt_int(-now), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', K_NODES, '(' .. fmt_int(TOMBSTONE_MS - now), '(0')
-redis.call('DEL', KEYS[10])
-local owners = redis.call('SMEMBERS', KEYS[11])
+redis.call('DEL', KEYS[GLOBALS + 1])
+redis.call('HDEL', TAG .. ':node-formats', ARGV[1])
+local owners = redis.call('SMEMBERS', KEYS[GLOBALS + 2])
 for i = 1, #owners, 500 do
   local keys = {}
   for k = i, math.min(i + 499, #owners) do keys[#keys + 1] = TAG .. ':watch:' .. owners[k] end
   redis.call('DEL', unpack(keys))
 end
-redis.call('DEL', KEYS[11])
+redis.call('DEL', KEYS[GLOBALS + 2])
 return 1

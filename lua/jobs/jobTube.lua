@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 --[[
   The tube of a job (a job never changes tube, so callers may cache it).
-  KEYS  9 globals
+  KEYS  10 globals
   ARGV  [1] id
   Returns the tube name, or false when there is no such job.
 ]]

@@ -2,7 +2,7 @@
 --[[
   kick: moves up to `bound` jobs of one tube to ready: buried jobs (oldest
   first) when the tube has any, else delayed jobs (soonest first).
-  KEYS  9 globals, then 5 for the tube
+  KEYS  10 globals, then 5 for the tube
   ARGV  [1] events channel  [2] bound (at most this many in this call)
         [3] mode: '' decide, 'buried' or 'delayed' (a caller that kicks in
         several calls keeps the first call's choice)  [4] tube name
@@ -19,11 +19,11 @@ local from = (mode == 'buried') and T.buried or T.delayed
 local members = redis.call('ZRANGE', from, 0, bound - 1)
 for _, m in ipairs(members) do
   local id = member_id(m)
-  local j, body = load_job(id)
+  local j = load_job(id)
   if mode == 'buried' then unbury(T, m) else leave_delayed(T, id) end
   j[F_KICKS] = j[F_KICKS] + 1
   enter_ready(T, id, j)
-  save_job(id, j, body)
+  save_job(id, j)
 end
 notify_ready(ARGV[1], T.name, #members)
 write_back()

@@ -2,7 +2,7 @@
 --[[
   pause-tube: no reserves from the tube for `delay` seconds. 0 unpauses now
   (beanstalkd pauses for 1 ns, which ends at once) and wakes blocked reserves.
-  KEYS  9 globals, then 5 for the tube
+  KEYS  10 globals, then 5 for the tube
   ARGV  [1] events channel  [2] delay s  [3] tube name
   Returns 1 paused, 0 no such tube.
 ]]

@@ -3,12 +3,13 @@
   Housekeeping tick: due delayed jobs and expired reservations of the given
   tubes go to ready (bounded by `limit` per kind), waking blocked reserves.
   The sidecar reads which tubes are due first, so every key is in KEYS.
-  KEYS  9 globals, then 5 per tube
+  KEYS  10 globals, then 5 per tube
   ARGV  [1] events channel  [2] limit  [3..] tube names
   Returns {jobs moved, ms until the next due delay or deadline (0: more are
   due now, -1: none)}
 ]]
 --- @include "jobs"
+--- @variant sections
 local now = now_ms()
 local limit = tonumber(ARGV[2])
 local tubes, by_name = tubes_from(3)

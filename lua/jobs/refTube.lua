@@ -3,7 +3,7 @@
   A sidecar starts or stops referencing a tube (some connection of it uses or
   watches the tube). The tube exists while referenced; when the last
   reference goes and the tube is empty, it is removed.
-  KEYS  9 globals, then 5 for the tube
+  KEYS  10 globals, then 5 for the tube
   ARGV  [1] sidecar id  [2] +1 / -1, or 'drop' (forget this sidecar's
         references, e.g. a dead sidecar)  [3] tube name
   Returns 1 when the tube exists afterwards, else 0.

@@ -6,7 +6,7 @@
   every job whose holder starts with it goes back, unless that sidecar's
   lease is live (it renewed its lease after the reaper found it dead, and
   may have handed out new reservations since).
-  KEYS  9 globals, then 5 per tube
+  KEYS  10 globals, then 5 per tube
   ARGV  [1] events channel  [2] owner, or "<node>:"  [3] tube count n
         [4..3+n] tube names, then 2 per job: id, tube index
   Returns how many jobs went back.
@@ -20,8 +20,8 @@ if whole_node then
 end
 local function held(id)
   if not whole_node then return load_reserved_by(id, owner) end
-  local j, body = load_job(id)
-  if j and j[F_STATE] == RESERVED and j[F_OWNER]:sub(1, #owner) == owner then return j, body end
+  local j = load_job(id)
+  if j and j[F_STATE] == RESERVED and j[F_OWNER]:sub(1, #owner) == owner then return j end
   return nil
 end
 local n = tonumber(ARGV[3])
@@ -31,11 +31,11 @@ for i = 1, n do moved[i] = 0 end
 local total = 0
 for a = 4 + n, #ARGV, 2 do
   local id, ti = ARGV[a], tonumber(ARGV[a + 1])
-  local j, body = held(id)
+  local j = held(id)
   if j then
     leave_reserved(Ts[ti], id)
     enter_ready(Ts[ti], id, j)
-    save_job(id, j, body)
+    save_job(id, j)
     moved[ti] = moved[ti] + 1
     total = total + 1
   end

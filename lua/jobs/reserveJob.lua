@@ -2,7 +2,7 @@
 --[[
   reserve-job: reserves a job by id when it is ready, delayed or buried, in
   any tube, whatever the watch list or pauses.
-  KEYS  9 globals, then 5 for the job's tube
+  KEYS  10 globals, then 5 for the job's tube
   ARGV  [1] owner  [2] id  [3] tube name
   Returns {1, id, ttr s, body}, or {0} when absent or already reserved; an
   error when the owner's sidecar has no lease (includes/jobs.lua lease_allows).
@@ -10,11 +10,11 @@
 --- @include "jobs"
 if not lease_allows(ARGV[1], now_ms()) then return redis.error_reply('ERR reserveJob: this sidecar\'s lease has lapsed') end
 local id = ARGV[2]
-local j, body = load_job(id)
+local j = load_job(id)
 if not j or j[F_STATE] == RESERVED then return { 0 } end
 local T = tubes_from(3)[1]
 leave_state(T, id, j)
 enter_reserved(T, id, j, now_ms(), ARGV[1])
-save_job(id, j, body)
+save_job(id, j)
 write_back()
-return { 1, id, j[F_TTR], body }
+return { 1, id, j[F_TTR], job_body(id) }

@@ -1,7 +1,7 @@
 #!lua flags=no-writes
 --[[
   Job counts of the given tubes, for stats-tube and stats.
-  KEYS  9 globals, then 5 per tube
+  KEYS  10 globals, then 5 per tube
   ARGV  [1..] tube names
   Returns per tube, 11 values: exists (0/1), urgent, ready, reserved,
   delayed, buried, total-jobs, cmd-delete, cmd-pause-tube, pause s,

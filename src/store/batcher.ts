@@ -7,7 +7,8 @@
 // they were added; a connection whose ops went to several shards' batchers
 // puts their replies back in its order itself. Batchers whose calls share a
 // link flush together (LinkFlush): what all of them send in one turn leaves
-// in one write.
+// in one write, or, where the store can, in one call (the sharded store's
+// call groups: the shards of one Redis node).
 
 import type { AnyJobOp, OpResult } from './ops.js';
 
@@ -57,11 +58,29 @@ export class Batcher {
     return this.queue.length + this.opsInFlight;
   }
 
-  /** Sends what is queued, as far as calls in flight allow (its LinkFlush calls it). */
+  /** Sends what is queued, as far as calls in flight allow. */
   readonly flush = (): void => {
-    this.scheduled = false;
-    while (this.queue.length > 0 && this.inFlight < this.limits.maxInFlight) this.send(this.take());
+    for (const batch of this.takeBatches()) this.send(batch);
   };
+
+  /**
+   * The batches that may go now, counted as in flight: each goes in a call
+   * of this batcher's (send) or in one its LinkFlush makes, and is settled
+   * with complete().
+   */
+  takeBatches(): AnyJobOp[][] {
+    this.scheduled = false;
+    const batches: AnyJobOp[][] = [];
+    while (this.queue.length > 0 && this.inFlight < this.limits.maxInFlight) {
+      const batch = this.take();
+      this.inFlight++;
+      this.opsInFlight += batch.length;
+      this.calls++;
+      this.ops += batch.length;
+      batches.push(batch);
+    }
+    return batches;
+  }
 
   private take(): AnyJobOp[] {
     const { maxOps, maxBytes } = this.limits;
@@ -81,18 +100,16 @@ export class Batcher {
     return this.queue.splice(0, n);
   }
 
-  private send(batch: AnyJobOp[]): void {
-    this.inFlight++;
-    this.opsInFlight += batch.length;
-    this.calls++;
-    this.ops += batch.length;
+  /** A batch taken (takeBatches) in a call of its own. */
+  send(batch: AnyJobOp[]): void {
     this.apply(batch).then(
-      (results) => this.settle(batch, results, null),
-      (err: unknown) => this.settle(batch, null, err instanceof Error ? err : new Error(String(err))),
+      (results) => this.complete(batch, results, null),
+      (err: unknown) => this.complete(batch, null, err instanceof Error ? err : new Error(String(err))),
     );
   }
 
-  private settle(batch: AnyJobOp[], results: Array<OpResult | Error> | null, err: Error | null): void {
+  /** A batch taken is answered: each op with its result, or all with the call's failure. */
+  complete(batch: AnyJobOp[], results: Array<OpResult | Error> | null, err: Error | null): void {
     this.inFlight--;
     this.opsInFlight -= batch.length;
     for (let i = 0; i < batch.length; i++) {
@@ -112,17 +129,24 @@ export class Batcher {
   }
 }
 
+/** Batches taken from their batchers in one turn, each with its batcher. */
+export type Taken = ReadonlyArray<readonly [Batcher, AnyJobOp[]]>;
+
 /**
  * Batchers whose calls go over one link (the shards on one Redis): those
  * with something to send in an event-loop turn flush together inside
  * `together` (the backend corks the link around it), so their calls leave
- * in one write, and Redis reads them in one read.
+ * in one write, and Redis reads them in one read; `send` may put several
+ * of those batches in one call.
  */
 export class LinkFlush {
   private readonly due = new Set<Batcher>();
   private scheduled = false;
 
-  constructor(private readonly together: (send: () => void) => void) {}
+  constructor(
+    private readonly together: (send: () => void) => void,
+    private readonly send: (taken: Taken) => void = (taken) => { for (const [batcher, batch] of taken) batcher.send(batch); },
+  ) {}
 
   request(batcher: Batcher): void {
     this.due.add(batcher);
@@ -137,7 +161,7 @@ export class LinkFlush {
     const due = [...this.due];
     this.due.clear();
     this.together(() => {
-      for (const batcher of due) batcher.flush();
+      this.send(due.flatMap((batcher) => batcher.takeBatches().map((batch) => [batcher, batch] as const)));
     });
   };
 }

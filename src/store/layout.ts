@@ -73,7 +73,7 @@ function fnv1a(s: string): number {
 /** The keys of one shard, in the orders the Lua scripts expect them. */
 export class ShardKeys {
   readonly tag: string;
-  /** The 9 keys every job script receives first (lua/includes/jobs.lua). */
+  /** The 10 keys every job script receives first (lua/includes/jobs.lua). */
   readonly globals: readonly string[];
   /** Pub/sub channel announcing "<count> <tube>" when jobs become ready. */
   readonly events: string;
@@ -89,6 +89,10 @@ export class ShardKeys {
   readonly readyTubes: string;
   /** The index of waiting rooms. */
   readonly rooms: string;
+  /** Bodies kept apart from their job records (large ones: lua/includes/jobs.lua BODY_APART). */
+  readonly bodies: string;
+  /** A key that never exists, in the shard's slot: a call that looks it up learns whether the node serves the slot whole. */
+  readonly slotProbe: string;
   private tubeKeys = new Map<string, readonly string[]>();
 
   constructor(tag: string, readonly shard: number, readonly shards: number) {
@@ -100,7 +104,9 @@ export class ShardKeys {
     this.reserved = `${t}:reserved`;
     this.stats = `${t}:stats`;
     this.readyTubes = `${t}:ready-tubes`;
-    this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, this.stats, this.tubes, this.nodes, `${t}:seq`, this.readyTubes];
+    this.bodies = `${t}:bodies`;
+    this.slotProbe = `${t}:slot-probe`;
+    this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, this.stats, this.tubes, this.nodes, `${t}:seq`, this.readyTubes, this.bodies];
     this.events = `${t}:events`;
     this.rooms = `${t}:rooms`;
   }

@@ -3,10 +3,12 @@
 // the last was out), each to the shard of its job id, else of its tube; a
 // reserve over tubes of several shards is one op to its caller
 // (reserve-across.ts). Calls every shard must answer (stats, list-tubes, the
-// promotion timer, a dead sidecar's reservations) are combined here.
+// promotion timer, a dead sidecar's reservations) are combined here. Where
+// the store has call groups (the shards one Redis node holds), the batches
+// of a group's shards made in one turn go in one call.
 // Sidecar registry (leases, counter snapshots) lives in shard 0; a lease is
 // renewed in every shard, since each shard's scripts judge tube references by it.
-import { Batcher, LinkFlush, type BatchLimits } from './batcher.js';
+import { Batcher, LinkFlush, type BatchLimits, type Taken } from './batcher.js';
 import type { StoreError } from './errors.js';
 import type { BatchObserver, JobCalls, JobInfo, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
 import { jobOps, OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js';
@@ -20,6 +22,29 @@ export interface ShardStore extends JobCalls {
    * while the store is full). A failure of the whole call rejects.
    */
   apply(ops: readonly AnyJobOp[]): Promise<Array<OpResult | StoreError>>;
+}
+
+/** A shard's batch as one section of a call that carries several. */
+export interface Section { shard: number; ops: readonly AnyJobOp[] }
+
+/** The ops of a call that ran none of them: they may go again, in calls of their own. */
+export class NothingRan extends Error {}
+
+/** Calls that carry the batches of several shards: those one Redis node holds. */
+export interface CallGroups {
+  /** The group whose call a shard's batch may join now; null: a call of its own. */
+  groupOf(shard: number): string | null;
+  /**
+   * The sections in one call, run in order, each as a call of its own would
+   * run: each one's results, or the Error it alone met. Rejects with
+   * NothingRan when the call ran nothing (a slot of the group moving), else
+   * with the call's failure.
+   */
+  apply(group: string, sections: readonly Section[]): Promise<Array<Array<OpResult | StoreError> | Error>>;
+  /** heartbeat() in every shard (snapshotOf: each shard's snapshot), one call per group. */
+  heartbeat(node: string, ttlMs: number, snapshotOf: (shard: number) => ReadonlyArray<string | number>): Promise<boolean[]>;
+  /** promoteDue() in every shard, one call per group. */
+  promoteDue(limit: number): Promise<Array<{ moved: number; nextDueMs: number }>>;
 }
 
 /** Items grouped by shard, each group in the items' order. */
@@ -46,6 +71,9 @@ export class ShardedJobStore implements JobStore {
   private readonly partsOf = new WeakMap<readonly string[], TubeParts>();
   /** The shards asked to keep an owner's watch list (JobOp.watch), until it drops it. */
   private readonly keptWatch = new Map<string, Set<number>>();
+  private readonly shardOf = new Map<Batcher, number>();
+  /** Calls not made: batches that went as sections of one call. */
+  private joined = 0;
 
   constructor(
     private readonly shards: readonly ShardStore[],
@@ -59,9 +87,50 @@ export class ShardedJobStore implements JobStore {
      * write per link, not one each.
      */
     private readonly together: (send: () => void) => void = (send) => send(),
+    /** Batches of a group's shards taken in one turn go in one call (null: each in its own). */
+    private readonly groups: CallGroups | null = null,
   ) {
-    const link = shards.length > 1 ? new LinkFlush(together) : null;
+    const link = shards.length > 1 ? new LinkFlush(together, (taken) => this.sendTaken(taken)) : null;
     this.batchers = shards.map((shard) => new Batcher((ops) => this.applyIn(shard, ops), limits, report, link));
+    this.batchers.forEach((b, i) => this.shardOf.set(b, i));
+  }
+
+  /** A turn's batches: those of one call group in one call, the others each in their own. */
+  private sendTaken(taken: Taken): void {
+    const groups = this.groups;
+    const joining = new Map<string, Array<readonly [Batcher, AnyJobOp[]]>>();
+    for (const item of taken) {
+      const group = groups && taken.length > 1 ? groups.groupOf(this.shardOf.get(item[0])!) : null;
+      if (group === null) item[0].send(item[1]);
+      else joining.set(group, [...(joining.get(group) ?? []), item]);
+    }
+    for (const [group, members] of joining) {
+      if (members.length === 1) members[0]![0].send(members[0]![1]);
+      else this.sendJoined(group, members);
+    }
+  }
+
+  private sendJoined(group: string, members: ReadonlyArray<readonly [Batcher, AnyJobOp[]]>): void {
+    const sections = members.map(([b, ops]) => ({ shard: this.shardOf.get(b)!, ops }));
+    const opCount = sum(sections.map((s) => s.ops.length));
+    const t0 = performance.now();
+    this.groups!.apply(group, sections).then((results) => {
+      this.joined += members.length - 1;
+      this.observer?.(opCount, performance.now() - t0, false);
+      members.forEach(([b, ops], i) => {
+        const r = results[i]!;
+        if (r instanceof Error) b.complete(ops, null, r);
+        else b.complete(ops, r, null);
+      });
+    }, (err: unknown) => {
+      if (err instanceof NothingRan) {
+        for (const [b, ops] of members) b.send(ops);
+        return;
+      }
+      this.observer?.(opCount, performance.now() - t0, true);
+      const failure = err instanceof Error ? err : new Error(String(err));
+      for (const [b, ops] of members) b.complete(ops, null, failure);
+    });
   }
 
   observe(observer: BatchObserver): void {
@@ -124,7 +193,7 @@ export class ShardedJobStore implements JobStore {
   }
 
   /** Batch calls made and ops they carried, over all shards (for tests and metrics). */
-  get calls(): number { return this.batchers.reduce((n, b) => n + b.calls, 0); }
+  get calls(): number { return this.batchers.reduce((n, b) => n + b.calls, 0) - this.joined; }
   get ops(): number { return this.batchers.reduce((n, b) => n + b.ops, 0); }
 
   reservesAtOnce(tubes: readonly string[]): boolean {
@@ -204,7 +273,10 @@ export class ShardedJobStore implements JobStore {
 
   async heartbeat(node: string, ttlMs: number, snapshot: ReadonlyArray<string | number>): Promise<boolean> {
     // The counters snapshot is kept in shard 0 only; every shard gets the lease.
-    const fresh = await this.each((s, i) => s.heartbeat(node, ttlMs, i === 0 ? snapshot : []));
+    const snapshotOf = (shard: number) => (shard === 0 ? snapshot : []);
+    const fresh = this.groups
+      ? await this.groups.heartbeat(node, ttlMs, snapshotOf)
+      : await this.each((s, i) => s.heartbeat(node, ttlMs, snapshotOf(i)));
     return fresh.some(Boolean);
   }
 
@@ -217,7 +289,7 @@ export class ShardedJobStore implements JobStore {
 
   /** Every shard's due jobs; the soonest next due time of any. */
   async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {
-    const all = await this.each((s) => s.promoteDue(limit));
+    const all = this.groups ? await this.groups.promoteDue(limit) : await this.each((s) => s.promoteDue(limit));
     const due = all.map((r) => r.nextDueMs).filter((ms) => ms >= 0);
     return { moved: sum(all.map((r) => r.moved)), nextDueMs: due.length > 0 ? Math.min(...due) : -1 };
   }

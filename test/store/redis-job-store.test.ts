@@ -10,6 +10,7 @@ import { ROOM_STATE_REPLY, RedisRoomStore } from '../../src/store/redis/room-sto
 import { bindScripts } from '../../src/store/redis/functions.js';
 import { buildLibrary } from '../../src/store/redis/scripts.js';
 import { ShardedJobStore } from '../../src/store/sharded.js';
+import { NodeCalls } from '../../src/store/redis/node-calls.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { uniquePrefix } from '../helpers/redstalk.js';
 import { describeJobStore } from './job-store.conformance.js';
@@ -29,18 +30,22 @@ function openStore(): { redis: Redis; layout: Layout; keys: ShardKeys; store: Re
 const LIMITS = { maxOps: 1000, maxBytes: 1 << 20, maxInFlight: 1 };
 const thrown = (err: unknown) => { throw err; };
 
-/** The whole data set over `shards` shards, each a Redis job store, batched as a sidecar's. */
-function openSharded(shards: number): { redis: Redis; store: ShardedJobStore } {
+/**
+ * The whole data set over `shards` shards, each a Redis job store, batched as a
+ * sidecar's; `joined`: a turn's batches of all shards in one call (NodeCalls).
+ */
+function openSharded(shards: number, joined = false): { redis: Redis; store: ShardedJobStore } {
   const redis = new Redis(server.url);
   const scripts = bindScripts(redis);
   const layout = new Layout(uniquePrefix(), shards);
   const stores = Array.from({ length: shards }, (_, i) => new RedisJobStore(redis, scripts.jobs, layout.keys(i)));
-  return { redis, store: new ShardedJobStore(stores, layout.map, LIMITS, thrown) };
+  const groups = joined ? new NodeCalls(redis, stores, layout, scripts.jobs) : null;
+  return { redis, store: new ShardedJobStore(stores, layout.map, LIMITS, thrown, (send) => send(), groups) };
 }
 
-for (const shards of [1, 2]) {
-  describeJobStore(`Redis, ${shards} shard${shards > 1 ? 's' : ''}`, async () => {
-    const { redis, store } = openSharded(shards);
+for (const [shards, joined] of [[1, false], [2, false], [2, true]] as const) {
+  describeJobStore(`Redis, ${shards} shard${shards > 1 ? 's' : ''}${joined ? ', one call per node' : ''}`, async () => {
+    const { redis, store } = openSharded(shards, joined);
     return { store, shards, close: async () => { redis.disconnect(); } };
   });
 }
@@ -186,8 +191,12 @@ describe('Redis job store', () => {
   it('lets Redis run out of memory only for what grows it: these functions are allow-oom, and batch has an allow-oom twin', () => {
     const { functions, source } = buildLibrary();
     const allowOom = functions.filter((f) => f.flags.includes('allow-oom')).map((f) => f.name).sort();
-    expect(allowOom).toEqual(['batchAllowOom', 'config', 'countJobs', 'forgetNode', 'heartbeat', 'kick', 'kickJob', 'leave', 'lottery', 'pauseTube',
-      'promoteDue', 'refTube', 'releaseOwned', 'reserveJob', 'upgradeTubeOrder']);
+    expect(allowOom).toEqual(['batchAllowOom', 'config', 'countJobs', 'forgetNode', 'heartbeat', 'heartbeatSections', 'kick', 'kickJob', 'leave', 'lottery', 'pauseTube',
+      'promoteDue', 'promoteDueSections', 'refTube', 'releaseOwned', 'reserveJob', 'upgradeTubeOrder']);
+    // The sections variants (NodeCalls) keep their script's flags and may touch several slots of their node.
+    expect(functions.filter((f) => f.name.endsWith('Sections')).map((f) => [f.name, f.flags])).toEqual([
+      ['batchSections', ['allow-cross-slot-keys']], ['heartbeatSections', ['allow-oom', 'allow-cross-slot-keys']],
+      ['promoteDueSections', ['allow-oom', 'allow-cross-slot-keys']]]);
     // The twin is the same callback registered with that flag.
     const [batch, twin] = ['batch', 'batchAllowOom'].map((name) => functions.find((f) => f.name === name)!);
     expect(source).toContain(`function_name = '${batch!.fn}', callback = entry, flags = {}`);

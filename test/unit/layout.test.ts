@@ -8,7 +8,7 @@ describe('Layout', () => {
     expect([layout.shardOf('anything'), layout.shardOfId('18446744073709551615')]).toEqual([0, 0]);
     const k = layout.keys(0);
     expect(k.globals).toEqual(['{rs:0}:jobs', '{rs:0}:tube-names', '{rs:0}:delayed', '{rs:0}:reserved',
-      '{rs:0}:stats', '{rs:0}:tube-order', '{rs:0}:nodes', '{rs:0}:seq', '{rs:0}:ready-tubes']);
+      '{rs:0}:stats', '{rs:0}:tube-order', '{rs:0}:nodes', '{rs:0}:seq', '{rs:0}:ready-tubes', '{rs:0}:bodies']);
     expect(k.tube('default')).toEqual(['{rs:0}:tube:default', '{rs:0}:tube:default:ready',
       '{rs:0}:tube:default:delayed', '{rs:0}:tube:default:buried', '{rs:0}:tube:default:refs']);
     expect([k.events, k.node('n1'), k.rooms]).toEqual(['{rs:0}:events', '{rs:0}:node:n1', '{rs:0}:rooms']);

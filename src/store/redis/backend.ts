@@ -12,6 +12,7 @@ import type { RoomSettings } from '../room-store.js';
 import { ShardedJobStore } from '../sharded.js';
 import { commandLinkOptions, connectRedis, LOADING_POLL_MS, mapped, reconnectDelay, type RedisClient } from './connect.js';
 import { RedisJobStore } from './job-store.js';
+import { NodeCalls } from './node-calls.js';
 import { RedisRoomStore } from './room-store.js';
 import { checkEvictionPolicy, FunctionLibrary } from './functions.js';
 
@@ -75,8 +76,10 @@ export class RedisBackend implements Backend {
     this.functions = new FunctionLibrary(this.redis, { shardedPubSub: this.sharded });
     const scripts = this.functions.bind();
     this.shards = Array.from({ length: layout.shards }, (_, i) => new RedisJobStore(this.redis, scripts.jobs, layout.keys(i), options.minReplicas));
+    // With --min-replicas each call waits for its own node's replicas (WAIT): shards go in calls of their own.
+    const nodeCalls = options.minReplicas.count === 0 ? new NodeCalls(this.redis, this.shards, layout, scripts.jobs) : null;
     this.jobs = new ShardedJobStore(this.shards, layout.map, options.batch, (err) => log.error({ err }, 'batched command completion failed (bug)'),
-      (send) => this.corked(send));
+      (send) => this.corked(send), nodeCalls);
     this.rooms = new RedisRoomStore(scripts.rooms, layout, options.roomDefaults);
   }
 

@@ -21,7 +21,7 @@ export class TubeIndex {
   }
 }
 
-/** The 9 global keys, then 5 keys per tube: what every job script receives. */
+/** The 10 global keys, then 5 keys per tube: what every job script receives. */
 export function scriptKeys(keys: ShardKeys, tubes: readonly string[]): string[] {
   const out = keys.globals.slice();
   for (const t of tubes) for (const k of keys.tube(t)) out.push(k);
@@ -104,12 +104,29 @@ export class BatchEncoder {
 
   /** The whole call: `head` (2 bulk strings: FCALL and the function's name), then the batch. */
   encode(ops: readonly AnyJobOp[], head: Buffer): Buffer {
+    this.write(this.writer, ops, null);
+    return this.writer.command(head, 2);
+  }
+
+  /**
+   * The batch as one section of a batchSections call, into that call's writer:
+   * its probe key ('' for none), key count, argument count, keys, arguments.
+   */
+  section(w: RespWriter, ops: readonly AnyJobOp[], probe: boolean): void {
+    w.string(probe ? this.keys.slotProbe : '');
+    this.write(w, ops, w);
+  }
+
+  /** The key count, [the argument count,] the keys, the arguments. */
+  private write(w: RespWriter, ops: readonly AnyJobOp[], counted: RespWriter | null): void {
     const tubes = tubesOf(ops);
-    const w = this.writer;
     const names = tubes.names;
-    w.int(this.keys.globals.length + 5 * names.length);
+    const keyCount = this.keys.globals.length + 5 * names.length;
+    w.int(keyCount);
+    const argCountAt = counted ? w.placeholder() : 0;
     w.raw(this.globals, this.keys.globals.length);
     for (const t of names) w.raw(this.keysOf(t), 5);
+    const argsFrom = w.count;
     w.raw(this.shardArgs, 3);
     w.int(names.length);
     for (const t of names) w.string(t);
@@ -143,7 +160,7 @@ export class BatchEncoder {
         }
       }
     }
-    return w.command(head, 2);
+    if (counted) w.patch(argCountAt, w.count - argsFrom);
   }
 }
 

@@ -7,6 +7,7 @@ import type { JobInfo, JobState, JobTotals, NodeSnapshot, PeekState, PeekedJob, 
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { BatchEncoder, decodeBatch, LEASE_LAPSED, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
 import { sendEncoded } from './encoded-call.js';
+import type { RespWriter } from './resp.js';
 import { mapped, pipelined, type RedisClient } from './connect.js';
 import { isStoreFull, StoreError } from '../errors.js';
 import type { ShardStore } from '../sharded.js';
@@ -23,7 +24,18 @@ export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'dela
 
 const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
 
-type Args = Array<string | number | Buffer>;
+export type Args = Array<string | number | Buffer>;
+
+/** A script's keys and arguments. */
+export interface ScriptCall { keys: readonly string[]; args: Args }
+
+export interface Promoted { moved: number; nextDueMs: number }
+
+/** promoteDue.lua's reply. */
+export function promoted(raw: unknown): Promoted {
+  const [moved, nextDueMs] = raw as [number, number];
+  return { moved, nextDueMs };
+}
 
 /** Reservations looked at per script call when releasing a holder's jobs found in the store. */
 const RELEASE_PAGE = 500;
@@ -34,6 +46,12 @@ const grows = (op: AnyJobOp) => op.code === OpCode.Put;
 /** What a reserve gets that Redis refused for want of a lease: it took nothing. */
 const LAPSED = new StoreError('failed', 'this sidecar has no lease in Redis (lapsed, or reaped): the reserve took nothing');
 const lapsed = (op: AnyJobOp, r: OpResult | StoreError) => r === LEASE_LAPSED && (op.code === OpCode.Reserve || op.code === OpCode.Candidate);
+
+/** Reserves of a sidecar without a lease took nothing: they say so. */
+function markLapsed(ops: readonly AnyJobOp[], results: Array<OpResult | StoreError>): Array<OpResult | StoreError> {
+  for (let i = 0; i < results.length; i++) if (lapsed(ops[i]!, results[i]!)) results[i] = LAPSED;
+  return results;
+}
 
 /** Redis' TIME reply ([seconds, microseconds]) in milliseconds. */
 function redisMs([seconds, micros]: [string, string]): number {
@@ -80,7 +98,7 @@ export class RedisJobStore implements ShardStore {
     if (acks < count) throw new StoreError('unknown', `only ${acks} of ${count} replicas had the writes within ${timeoutMs} ms`);
   }
 
-  /** Calls a job script with the 9 global keys, then 5 keys per tube, then args. */
+  /** Calls a job script with the 10 global keys, then 5 keys per tube, then args. */
   private run(name: string, tubes: readonly string[], args: Args, buffers = false): Promise<unknown> {
     return this.call(name, scriptKeys(this.keys, tubes), args, buffers);
   }
@@ -134,8 +152,22 @@ export class RedisJobStore implements ShardStore {
       }
     }
     await this.replicated();
-    for (let i = 0; i < results.length; i++) if (lapsed(ops[i]!, results[i]!)) results[i] = LAPSED;
-    return results;
+    return markLapsed(ops, results);
+  }
+
+  /** Writes the batch as a section of a batchSections call (NodeCalls); `probe`: on a Redis Cluster. */
+  writeSection(w: RespWriter, ops: readonly AnyJobOp[], probe: boolean): void {
+    this.encoder.section(w, ops, probe);
+  }
+
+  /** A section's reply, as apply() answers (no --min-replicas: sections are not used with it). */
+  async settleSection(ops: readonly AnyJobOp[], raw: unknown[]): Promise<Array<OpResult | StoreError>> {
+    return markLapsed(ops, await this.settle('batch', ops, raw));
+  }
+
+  /** The call that carried these ops failed: whether the watch lists it sent were stored is not known, so they go again. */
+  unsure(ops: readonly AnyJobOp[]): void {
+    for (const op of ops) if (op.watch >= 0) this.watchLists.unsure(op.owner);
   }
 
   private async applyAs(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[]): Promise<OpResult[]> {
@@ -144,10 +176,13 @@ export class RedisJobStore implements ShardStore {
     try {
       raw = (await mapped(sendEncoded(this.redis, this.encoder.encode(ops, head), this.slot, reload))) as unknown[];
     } catch (err) {
-      // Whether the watch lists this call sent were stored is not known: they go again.
-      for (const op of ops) if (op.watch >= 0) this.watchLists.unsure(op.owner);
+      this.unsure(ops);
       throw err;
     }
+    return this.settle(script, ops, raw);
+  }
+
+  private async settle(script: 'batch' | 'batchAllowOom', ops: readonly AnyJobOp[], raw: unknown[]): Promise<OpResult[]> {
     const results = decodeBatch(ops, raw);
     // A watch list the shard does not hold at that version (lost with Redis' data, or
     // its sidecar reaped meanwhile): those reserves, which took nothing, go again with it.
@@ -296,7 +331,13 @@ export class RedisJobStore implements ShardStore {
   }
 
   async heartbeat(node: string, ttlMs: number, snapshot: ReadonlyArray<string | number>): Promise<boolean> {
-    return (await this.call('heartbeat', [...this.keys.globals, this.keys.node(node)], [node, ttlMs, ...snapshot])) === 1;
+    const { keys, args } = this.heartbeatCall(node, ttlMs, snapshot);
+    return (await this.call('heartbeat', keys, args)) === 1;
+  }
+
+  /** heartbeat.lua's keys and arguments (NodeCalls sends them as a section). */
+  heartbeatCall(node: string, ttlMs: number, snapshot: ReadonlyArray<string | number>): ScriptCall {
+    return { keys: [...this.keys.globals, this.keys.node(node)], args: [node, ttlMs, ...snapshot] };
   }
 
   async forgetNode(node: string): Promise<void> {
@@ -326,7 +367,13 @@ export class RedisJobStore implements ShardStore {
    * only entries due by now on Redis' clock, as last estimated), then moves
    * them in one script call, which decides on Redis' own clock.
    */
-  async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {
+  async promoteDue(limit: number): Promise<Promoted> {
+    const { keys, args } = await this.promoteCall(limit);
+    return promoted(await this.call('promoteDue', keys, args));
+  }
+
+  /** promoteDue.lua's keys and arguments, once the tubes with due entries are known (NodeCalls sends them as a section). */
+  async promoteCall(limit: number): Promise<ScriptCall> {
     const dueBy = Date.now() + this.clockOffset + 50;
     const [time, delayed, reserved] = (await pipelined(this.redis.pipeline()
       .time()
@@ -334,7 +381,6 @@ export class RedisJobStore implements ShardStore {
       .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit))) as [[string, string], string[], string[]];
     this.clockOffset = redisMs(time) - Date.now();
     const names = [...new Set([...delayed, ...reserved].map(memberTube))];
-    const [moved, nextDueMs] = (await this.run('promoteDue', names, [this.keys.events, limit, ...names])) as [number, number];
-    return { moved, nextDueMs };
+    return { keys: scriptKeys(this.keys, names), args: [this.keys.events, limit, ...names] };
   }
 }

@@ -10,6 +10,8 @@ const DOLLAR = 36;
 const MINUS = 45;
 /** Strings up to this length are copied char by char. */
 const SHORT = 64;
+/** A placeholder's width: any count a command can carry. */
+const PLACEHOLDER_DIGITS = 10;
 
 function decimalLength(n: number): number {
   let len = 1;
@@ -122,6 +124,31 @@ export class RespWriter {
     this.buf.set(b, this.at);
     this.at += b.length;
     this.end();
+  }
+
+  /** Bulk strings written so far (since the last take() or command()). */
+  get count(): number {
+    return this.items;
+  }
+
+  /**
+   * A non-negative integer not known yet, as a bulk string of PLACEHOLDER_DIGITS
+   * digits (leading zeros: Lua's tonumber reads it); its position, for patch().
+   */
+  placeholder(): number {
+    this.header(PLACEHOLDER_DIGITS);
+    const at = this.at;
+    this.buf.fill(48, at, at + PLACEHOLDER_DIGITS);
+    this.at += PLACEHOLDER_DIGITS;
+    this.end();
+    return at;
+  }
+
+  /** Writes n into a placeholder. */
+  patch(at: number, n: number): void {
+    const digits = String(n);
+    if (digits.length > PLACEHOLDER_DIGITS) throw new RangeError(`${n} does not fit a placeholder`);
+    this.buf.write(digits, at + PLACEHOLDER_DIGITS - digits.length, 'latin1');
   }
 
   /** `count` bulk strings already encoded (see `encoded`). */

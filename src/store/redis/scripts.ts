@@ -51,8 +51,19 @@ const CALL = /^--- @call$/m;
 /**
  * `--- @variant allow-oom` in a script also registers it as <name>AllowOom
  * with that flag, for the callers that only send it what frees or moves memory.
+ * `--- @variant sections` registers <name>Sections, flagged
+ * allow-cross-slot-keys: one call that runs the script once per section, each
+ * with its own keys and arguments (the shards a Redis node holds, in one call).
+ * It declares no keys: its caller sends it to the node itself. Its arguments:
+ * the section count, then per section a probe key ('' for none), the key
+ * count, the argument count, the keys, the arguments. Before any section
+ * runs, every probe key is looked up: on a Redis Cluster, a key of a slot
+ * this node does not serve, or is moving away, makes Redis refuse it, and the
+ * call answers TRYSHARDS having run nothing. Its reply: each section's.
  */
-const VARIANT = /^--- @variant allow-oom$/m;
+const VARIANT = /^--- @variant (allow-oom|sections)$/gm;
+/** The error a sections call answers when a section's slot is not (wholly) on the node it was sent to. */
+export const TRY_SHARDS = 'TRYSHARDS';
 
 /** includes/jobs.lua's wake-up command, which becomes SPUBLISH on a Redis Cluster. */
 const PUBLISH = "local PUBLISH = 'PUBLISH'";
@@ -67,7 +78,7 @@ export interface LoadOptions {
 /** One function of the library. */
 export interface LibraryFunction {
   folder: ScriptFolder;
-  /** The script's name (its file's, or <name>AllowOom for the allow-oom variant). */
+  /** The script's name (its file's, or <name>AllowOom / <name>Sections for its variants). */
   name: string;
   /** The function's name in Redis: the library's version and the script's folder and name. */
   fn: string;
@@ -93,7 +104,7 @@ interface Script {
   folder: ScriptFolder;
   file: LuaFile;
   flags: string[];
-  variant: boolean;
+  variants: Set<string>;
   /** The includes, expanded in order (each once). */
   includes: LuaFile[];
   /** Made once at load (module level of the script's block). */
@@ -107,8 +118,8 @@ function readScript(dir: string, folder: ScriptFolder, file: string): Script {
   const shebang = SHEBANG.exec(text);
   if (!shebang) throw new Error(`lua/${folder}/${file}: the first line must be #!lua [flags=...]`);
   const flags = shebang[1] ? shebang[1].split(',') : [];
-  const variant = VARIANT.test(text);
-  if (variant && flags.length > 0) throw new Error(`lua/${folder}/${file}: a script with an allow-oom variant must have no flags of its own`);
+  const variants = new Set([...text.matchAll(VARIANT)].map((m) => m[1]!));
+  if (variants.has('allow-oom') && flags.length > 0) throw new Error(`lua/${folder}/${file}: a script with an allow-oom variant must have no flags of its own`);
   const includes: LuaFile[] = [];
   const seen = new Set<string>();
   const include = (name: string) => {
@@ -124,7 +135,7 @@ function readScript(dir: string, folder: ScriptFolder, file: string): Script {
   const split = CALL.exec(code);
   const helpers = split ? code.slice(0, split.index) : '';
   const call = split ? code.slice(split.index + split[0].length) : code;
-  return { folder, file: { name: file.slice(0, -4), path: path.join(folder, file), text: helpers }, flags, variant, includes, helpers, call };
+  return { folder, file: { name: file.slice(0, -4), path: path.join(folder, file), text: helpers }, flags, variants, includes, helpers, call };
 }
 
 function readScripts(dir: string): Script[] {
@@ -203,14 +214,41 @@ function checkPerCallState(file: LuaFile, others: readonly string[]): void {
 const indent = (text: string, by: string) => text.replace(/^(?=.)/gm, by);
 
 function entry(script: Script): string {
-  const begins = [...script.includes, script.file].filter((f) => beginBody(plainCode(f.text), f.name) !== null);
-  return [
-    'local function entry(keys, args)',
-    '  KEYS, ARGV = keys, args',
-    ...begins.map((f) => `  begin_${f.name}()`),
-    indent(script.call.trim(), '  '),
-    'end',
-  ].join('\n');
+  const begins = [...script.includes, script.file].filter((f) => beginBody(plainCode(f.text), f.name) !== null).map((f) => `begin_${f.name}()`);
+  if (!script.variants.has('sections')) {
+    return ['local function entry(keys, args)', '  KEYS, ARGV = keys, args', ...indent(begins.join('\n'), '  ').split('\n'), indent(script.call.trim(), '  '), 'end'].join('\n');
+  }
+  return `local function call()
+${indent(script.call.trim(), '  ')}
+end
+local function entry(keys, args)
+  KEYS, ARGV = keys, args
+${indent(begins.join('\n'), '  ')}
+  return call()
+end
+local function entry_sections(_, args)
+  local sections, at = {}, 2
+  for s = 1, tonumber(args[1]) do
+    local nk, na = tonumber(args[at + 1]), tonumber(args[at + 2])
+    local k, a = {}, {}
+    for i = 1, nk do k[i] = args[at + 2 + i] end
+    for i = 1, na do a[i] = args[at + 2 + nk + i] end
+    sections[s] = { probe = args[at], keys = k, args = a }
+    at = at + 3 + nk + na
+  end
+  for s, section in ipairs(sections) do
+    if section.probe ~= '' and not pcall(redis.call, 'EXISTS', section.probe) then
+      return redis.error_reply('${TRY_SHARDS} section ' .. s .. ': its slot is not served here, or is moving')
+    end
+  end
+  local out = {}
+  for s, section in ipairs(sections) do
+    KEYS, ARGV = section.keys, section.args
+${indent(begins.join('\n'), '    ')}
+    out[s] = call()
+  end
+  return out
+end`;
 }
 
 /**
@@ -249,13 +287,14 @@ export function buildLibrary(options: LoadOptions = {}): Library {
     const parts = includes.map((f) => `-- lua/${f.path}\n${f.text.trim()}`);
     for (const s of group) {
       checkPerCallState(s.file, [s.call]);
-      const names: Array<[string, readonly string[]]> = [[s.file.name, s.flags]];
-      if (s.variant) names.push([`${s.file.name}AllowOom`, ['allow-oom']]);
+      const names: Array<[string, readonly string[], string]> = [[s.file.name, s.flags, 'entry']];
+      if (s.variants.has('allow-oom')) names.push([`${s.file.name}AllowOom`, ['allow-oom'], 'entry']);
+      if (s.variants.has('sections')) names.push([`${s.file.name}Sections`, [...s.flags, 'allow-cross-slot-keys'], 'entry_sections']);
       const index = registrations.length;
-      for (const [name, flags] of names) {
+      for (const [name, flags, callback] of names) {
         registrations.push((version) => {
           const fn = `redstalk_${version}_${s.folder}_${name}`;
-          const lua = `redis.register_function{ function_name = '${fn}', callback = entry, flags = {${flags.map((f) => ` '${f}'`).join(',')}${flags.length > 0 ? ' ' : ''}} }`;
+          const lua = `redis.register_function{ function_name = '${fn}', callback = ${callback}, flags = {${flags.map((f) => ` '${f}'`).join(',')}${flags.length > 0 ? ' ' : ''}} }`;
           return { fn: { folder: s.folder, name, fn, flags, readOnly: flags.includes('no-writes') }, lua };
         });
       }

@@ -1,0 +1,150 @@
+// The batches of the shards one Redis node holds go in one call (batch.lua's
+// sections variant, src/store/redis/node-calls.ts): on one Redis with
+// --shards, and per primary of a Redis Cluster; a shard whose slot is moving
+// makes that call run nothing, and the batches go in calls of their own.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Layout } from '../../src/store/layout.js';
+import { jobOps, type AnyJobOp, type OpResult, type Reservation } from '../../src/store/ops.js';
+import type { ShardedJobStore } from '../../src/store/sharded.js';
+import { startCluster, type TestCluster } from '../helpers/cluster.js';
+import { startRedis, type TestRedis } from '../helpers/redis.js';
+import { startInside, uniquePrefix, type InsideSidecar } from '../helpers/redstalk.js';
+
+/** Submits the ops in one turn; their results. */
+function inOneTurn(jobs: ShardedJobStore, ops: Array<(done: (op: AnyJobOp, r: OpResult | undefined, err: Error | null) => void) => AnyJobOp>): Promise<unknown[]> {
+  return Promise.all(ops.map((make) => new Promise((resolve, reject) => {
+    jobs.submit(make((_op, r, err) => (err ? reject(err) : resolve(r))));
+  })));
+}
+
+/** A tube name of each of the shards asked for. */
+function tubesOf(layout: Layout, shards: readonly number[]): string[] {
+  return shards.map((shard) => {
+    for (let i = 0; ; i++) if (layout.shardOf(`t${i}`) === shard) return `t${i}`;
+  });
+}
+
+const put = (tube: string) => (done: Parameters<typeof jobOps.put>[1]) => jobOps.put(null, done, tube, 1, 0, 60, Buffer.from(tube));
+const del = (id: string, tube: string) => (done: Parameters<typeof jobOps.delete>[1]) => jobOps.delete(null, done, 'o', id, tube);
+
+describe('one call per node: one Redis, 4 shards', () => {
+  let redis: TestRedis;
+  let sidecar: InsideSidecar;
+  beforeAll(async () => {
+    redis = await startRedis();
+    sidecar = await startInside({ redisUrl: redis.url, shards: 4 });
+  });
+  afterAll(async () => { await sidecar.stop(); await redis.stop(); });
+
+  it("sends a turn's batches of every shard in one call, each answered as its own call would be", async () => {
+    const layout = new Layout(sidecar.prefix, 4);
+    const jobs = sidecar.backend.jobs;
+    const tubes = tubesOf(layout, [0, 1, 2, 3]);
+    const admin = new Redis(redis.url);
+    const fcalls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    const calls0 = jobs.calls;
+    const ids = (await inOneTurn(jobs, tubes.map(put))) as string[];
+    expect(jobs.calls - calls0).toBe(1);
+    expect(ids.map((id) => layout.shardOfId(id))).toEqual([0, 1, 2, 3]);
+    for (const [i, id] of ids.entries()) expect((await jobs.peekJob(id))!.body.toString()).toBe(tubes[i]);
+    const before = await fcalls();
+    const deleted = await inOneTurn(jobs, ids.map((id, i) => del(id, tubes[i]!)));
+    expect(deleted).toEqual([true, true, true, true]);
+    expect(await fcalls() - before).toBe(1);
+    expect(await jobs.totals()).toMatchObject({ ready: 0, reserved: 0 });
+    admin.disconnect();
+  });
+
+  it('renews the lease and sweeps due jobs of every shard in one call', async () => {
+    const layout = new Layout(sidecar.prefix, 4);
+    const jobs = sidecar.backend.jobs;
+    const admin = new Redis(redis.url);
+    const fcalls = async () => Number(/cmdstat_fcall:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+    const tubes = tubesOf(layout, [0, 1, 2, 3]);
+    const ids = (await inOneTurn(jobs, tubes.map((t) => (done) => jobOps.put(null, done, t, 1, 1, 60, Buffer.from(t))))) as string[];
+    let before = await fcalls();
+    expect(await jobs.heartbeat('n-test', 60_000, [])).toBe(true);
+    expect(await fcalls() - before).toBe(1);
+    for (let shard = 0; shard < 4; shard++) expect(await admin.zscore(layout.keys(shard).nodes, 'n-test')).not.toBeNull();
+    await new Promise((r) => setTimeout(r, 1100));
+    before = await fcalls();
+    const swept = await jobs.promoteDue(100);
+    expect(await fcalls() - before).toBe(1);
+    expect(swept.moved).toBeGreaterThanOrEqual(0); // the sidecar's own timer may have moved them first
+    for (const id of ids) expect(await jobs.jobInfo(id)).toMatchObject({ state: 'ready' });
+    await inOneTurn(jobs, ids.map((id, i) => del(id, tubes[i]!)));
+    await jobs.heartbeat('n-test', 0, []);
+    admin.disconnect();
+  });
+
+  it('a reserve over tubes of several shards still takes the most urgent job of all', async () => {
+    const layout = new Layout(sidecar.prefix, 4);
+    const jobs = sidecar.backend.jobs;
+    const tubes = tubesOf(layout, [0, 1, 2, 3]);
+    const pris = [30, 10, 20, 40];
+    const ids = (await inOneTurn(jobs, tubes.map((t, i) => (done) => jobOps.put(null, done, t, pris[i]!, 0, 60, Buffer.from(t))))) as string[];
+    const [got] = (await inOneTurn(jobs, [(done) => jobOps.reserve(null, done, 'n:1', tubes, 1)])) as [Reservation];
+    expect(got.jobs.map((j) => j.id)).toEqual([ids[1]]);
+    await inOneTurn(jobs, ids.map((id, i) => del(id, tubes[i]!)).map((make) => (done) => ({ ...make(done), owner: 'n:1' })));
+  });
+});
+
+describe('one call per primary: a Redis Cluster, 12 shards', () => {
+  let cluster: TestCluster;
+  let sidecar: InsideSidecar;
+  beforeAll(async () => {
+    cluster = await startCluster(3);
+    sidecar = await startInside({ redisUrl: cluster.url, shards: 12, prefix: uniquePrefix() });
+  }, 60_000);
+  afterAll(async () => { await sidecar.stop(); await cluster.stop(); });
+
+  /** Shards whose slots one primary serves, by its port. */
+  async function shardsByPrimary(layout: Layout): Promise<Map<number, number[]>> {
+    const by = new Map<number, number[]>();
+    for (let shard = 0; shard < 12; shard++) {
+      const port = await cluster.nodeOfSlot(await cluster.keySlot(layout.keys(shard).slotProbe));
+      by.set(port, [...(by.get(port) ?? []), shard]);
+    }
+    return by;
+  }
+
+  it('sends one call per primary; with a slot moving, the batches go in calls of their own and are answered', async () => {
+    const layout = new Layout(sidecar.prefix, 12);
+    const jobs = sidecar.backend.jobs;
+    const byPrimary = await shardsByPrimary(layout);
+    expect([...byPrimary.values()].map((s) => s.length)).toEqual([4, 4, 4]);
+    const allTubes = tubesOf(layout, Array.from({ length: 12 }, (_, i) => i));
+    const calls0 = jobs.calls;
+    const ids = (await inOneTurn(jobs, allTubes.map(put))) as string[];
+    expect(jobs.calls - calls0).toBe(3);
+    expect(ids.map((id) => layout.shardOfId(id))).toEqual(Array.from({ length: 12 }, (_, i) => i));
+
+    // One primary's first shard moves to another primary behind the sidecar's back: the
+    // joined call to the old owner runs nothing, its batches go alone (MOVED), and the
+    // next turn's calls follow the new owners.
+    const [port, shards] = [...byPrimary][0]!;
+    const target = [...byPrimary.keys()].find((p) => p !== port)!;
+    const slot = await cluster.keySlot(layout.keys(shards[0]!).slotProbe);
+    const nodes = await cluster.nodes();
+    const nodeId = (p: number) => nodes.find((n) => n.port === p)!.id;
+    await cluster.call(target, 'CLUSTER', 'SETSLOT', slot, 'IMPORTING', nodeId(port));
+    await cluster.call(port, 'CLUSTER', 'SETSLOT', slot, 'MIGRATING', nodeId(target));
+    const keys = (await cluster.call(port, 'CLUSTER', 'GETKEYSINSLOT', slot, 1000)) as string[];
+    await cluster.call(port, 'MIGRATE', '127.0.0.1', target, '', 0, 5000, 'KEYS', ...keys);
+    for (const n of nodes) await cluster.call(n.port, 'CLUSTER', 'SETSLOT', slot, 'NODE', nodeId(target));
+    const mine = shards.map((s) => allTubes[s]!);
+    const calls1 = jobs.calls;
+    const more = (await inOneTurn(jobs, mine.map(put))) as string[];
+    expect(jobs.calls - calls1).toBe(shards.length); // the joined call ran nothing
+    expect(more.map((i) => layout.shardOfId(i))).toEqual(shards);
+    for (const [i, jid] of more.entries()) expect((await jobs.peekJob(jid))!.body.toString()).toBe(mine[i]);
+    ids.push(...more);
+    allTubes.push(...mine);
+    const calls2 = jobs.calls;
+    const deleted = await inOneTurn(jobs, ids.map((jid, i) => del(jid, allTubes[i]!)));
+    expect(deleted.every((d) => d === true)).toBe(true);
+    expect(jobs.calls - calls2).toBe(3);
+    expect(await jobs.totals()).toMatchObject({ ready: 0, reserved: 0, delayed: 0 });
+  }, 60_000);
+});
