@@ -38,7 +38,7 @@ it('loads its library on every primary at start: one function per script, with i
     for (const link of links) {
       const functions = await listed(link, library.name);
       expect(functions.size).toBe(library.functions.length);
-      for (const f of library.functions) expect(functions.get(f.fn), f.fn).toEqual([...f.flags].sort());
+      for (const f of library.functions) expect([...functions.get(f.fn) ?? []].sort(), f.fn).toEqual([...f.flags].sort());
     }
   } finally {
     for (const l of links) l.disconnect();
