@@ -15,7 +15,7 @@ function maskUrl(url: string): string {
 
 /** A setting's value as messages and `config check` show it: secrets masked. */
 export function shown(name: string, value: unknown): unknown {
-  if (name === 'authToken') return value ? '***' : '';
+  if (name === 'authToken' || name === 'httpAdminToken') return value ? '***' : '';
   if (name === 'redisUrl' && typeof value === 'string') return maskUrl(value);
   return value;
 }

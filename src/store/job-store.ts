@@ -27,6 +27,32 @@ export interface JobTotals {
 
 export interface PeekedJob { id: string; body: Buffer }
 
+/** A page of a tube's jobs in one state (the admin API's listings and searches; lua/jobs/listJobs.lua). */
+export interface JobQuery {
+  state: JobState;
+  /** '' from the start, else a page's `next`. */
+  cursor: string;
+  /** Most jobs in the page. */
+  limit: number;
+  /** Most jobs looked at (a search's bound): a page may stop short of `limit` and still have a `next`. */
+  scan: number;
+  /** Only jobs whose id is this or whose body holds it; empty: every job. */
+  needle: Buffer;
+  /** Body bytes returned per job. */
+  preview: number;
+}
+
+/** A job of a page: its stats, who holds it ('' unless reserved), and its body's first bytes. */
+export interface ListedJob extends JobInfo { holder: string; body: Buffer }
+
+export interface JobPage {
+  jobs: ListedJob[];
+  /** Where the next page starts; '' when the state's jobs were read to their end. */
+  next: string;
+  /** Jobs looked at for this page. */
+  scanned: number;
+}
+
 export type PeekState = 'ready' | 'delayed' | 'buried';
 
 /** A counters snapshot of a sidecar, as published with its heartbeat. */
@@ -53,6 +79,8 @@ export interface JobCalls {
   peekJob(id: string): Promise<PeekedJob | null>;
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null>;
   jobInfo(id: string): Promise<JobInfo | null>;
+  /** A page of the tube's jobs in one state, in that state's order. */
+  listJobs(tube: string, query: JobQuery): Promise<JobPage>;
   /** Counts of the named tubes (only those that exist) plus the global totals. */
   tubeCounts(names: readonly string[]): Promise<TotalCounts>;
   totals(): Promise<JobTotals>;

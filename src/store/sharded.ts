@@ -8,7 +8,7 @@
 // renewed in every shard, since each shard's scripts judge tube references by it.
 import { Batcher, LinkFlush, type BatchLimits } from './batcher.js';
 import type { StoreError } from './errors.js';
-import type { BatchObserver, JobCalls, JobInfo, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
+import type { BatchObserver, JobCalls, JobInfo, JobPage, JobQuery, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
 import { jobOps, OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js';
 import { reserveAcross, type TubeParts } from './reserve-across.js';
 
@@ -165,6 +165,7 @@ export class ShardedJobStore implements JobStore {
   peekJob(id: string): Promise<PeekedJob | null> { return this.ofId(id).peekJob(id); }
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null> { return this.ofTube(tube).peekTube(tube, state); }
   jobInfo(id: string): Promise<JobInfo | null> { return this.ofId(id).jobInfo(id); }
+  listJobs(tube: string, query: JobQuery): Promise<JobPage> { return this.ofTube(tube).listJobs(tube, query); }
   refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void> { return this.ofTube(tube).refTube(tube, node, delta); }
   watchListsWith(tube: string, owners: readonly string[]): Promise<number> { return this.ofTube(tube).watchListsWith(tube, owners); }
 

@@ -3,7 +3,7 @@
 // keys in KEYS and time from Redis. Reads that
 // need no atomicity use plain commands.
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
-import type { JobInfo, JobState, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
+import type { JobInfo, JobPage, JobQuery, JobState, JobTotals, ListedJob, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { BatchEncoder, decodeBatch, LEASE_LAPSED, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
 import { sendEncoded } from './encoded-call.js';
@@ -22,6 +22,12 @@ export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'dela
   'totalJobs', 'cmdDelete', 'cmdPauseTube', 'pause', 'pauseLeftUs'] as const;
 
 const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
+
+/** A job_reply (includes/jobs.lua) as a JobInfo. */
+function jobInfoOf(r: ReadonlyArray<string | number>): JobInfo {
+  const v = Object.fromEntries(JOB_INFO_REPLY.map((name, i) => [name, Number(r[i])])) as Record<(typeof JOB_INFO_REPLY)[number], number>;
+  return { ...v, id: String(r[0]), tube: String(r[1]), state: STATES[v.state - 1]! };
+}
 
 type Args = Array<string | number | Buffer>;
 
@@ -268,9 +274,19 @@ export class RedisJobStore implements ShardStore {
 
   async jobInfo(id: string): Promise<JobInfo | null> {
     const r = (await this.run('peekJob', [], [id, '0'])) as Array<string | number>;
-    if (r.length === 0) return null;
-    const v = Object.fromEntries(JOB_INFO_REPLY.map((name, i) => [name, Number(r[i])])) as Record<(typeof JOB_INFO_REPLY)[number], number>;
-    return { ...v, id: String(r[0]), tube: String(r[1]), state: STATES[v.state - 1]! };
+    return r.length === 0 ? null : jobInfoOf(r);
+  }
+
+  async listJobs(tube: string, q: JobQuery): Promise<JobPage> {
+    const r = (await this.run('listJobs', [tube], [tube, q.state, q.cursor, q.limit, q.scan, q.needle, q.preview], true)) as unknown[];
+    const width = JOB_INFO_REPLY.length + 2;
+    const jobs: ListedJob[] = [];
+    for (let at = 2; at < r.length; at += width) {
+      const row = r.slice(at, at + width);
+      jobs.push({ ...jobInfoOf(row.slice(0, JOB_INFO_REPLY.length).map((v) => (typeof v === 'number' ? v : text(v)))),
+        holder: text(row[width - 2]), body: row[width - 1] as Buffer });
+    }
+    return { jobs, next: text(r[0]), scanned: r[1] as number };
   }
 
   async tubeCounts(names: readonly string[]): Promise<TotalCounts> {

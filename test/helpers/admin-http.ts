@@ -1,0 +1,39 @@
+// Talking to a sidecar's admin API (/api/ of --http) in tests, and filling tubes over the protocol.
+import type { Wire } from './wire.js';
+
+export interface Reply<T = any> { status: number; body: T } // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export class AdminClient {
+  constructor(readonly address: string, private readonly token: string | null = null) {}
+
+  async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+    const res = await fetch(`http://${this.address}${path}`, {
+      method,
+      headers: { ...(this.token ? { authorization: `Bearer ${this.token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  }
+
+  get(path: string): Promise<Reply> { return this.call('GET', path); }
+  post(path: string, body: unknown = {}): Promise<Reply> { return this.call('POST', path, body); }
+}
+
+/** Puts the bodies into the tube in one write; their ids, in order. */
+export async function putMany(w: Wire, tube: string, bodies: ReadonlyArray<string | Buffer>, opts: { pri?: number; delay?: number; ttr?: number } = {}): Promise<string[]> {
+  const parts: Buffer[] = [Buffer.from(`use ${tube}\r\n`)];
+  for (const b of bodies) {
+    const body = Buffer.isBuffer(b) ? b : Buffer.from(b);
+    parts.push(Buffer.from(`put ${opts.pri ?? 1024} ${opts.delay ?? 0} ${opts.ttr ?? 60} ${body.length}\r\n`), body, Buffer.from('\r\n'));
+  }
+  w.send(Buffer.concat(parts));
+  await w.line();
+  const ids: string[] = [];
+  for (let i = 0; i < bodies.length; i++) {
+    const line = await w.line(30_000);
+    const m = /^INSERTED (\d+)$/.exec(line);
+    if (!m) throw new Error(`put answered ${line}`);
+    ids.push(m[1]!);
+  }
+  return ids;
+}
