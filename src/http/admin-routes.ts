@@ -59,6 +59,9 @@ const ROUTES: Array<[string, string, Handler]> = [
   ['POST', 'rooms/*/pause', (api, { segments, body }) => api.pauseRoom(segments[1]!, oneOf(field(body, 'paused'), 'paused', ['true', 'false']) === 'true')],
 ];
 
+/** The routes as `METHOD /api/path` with `*` for a segment (checked against protocol/admin-api.yaml). */
+export const ADMIN_ROUTES: readonly string[] = ROUTES.map(([method, pattern]) => `${method} /api/${pattern}`);
+
 function matches(pattern: string, segments: readonly string[]): boolean {
   const parts = pattern.split('/');
   return parts.length === segments.length && parts.every((p, i) => p === '*' || p === segments[i]);

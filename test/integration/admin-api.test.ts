@@ -3,13 +3,21 @@
 // bounded and resumable; one job with its body; actions behind the token,
 // refused read-only, cross-origin, or on a reserved job; bulk actions only
 // after their confirmation; rooms.
+import { execFile } from 'node:child_process';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AdminClient, putMany } from '../helpers/admin-http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
+import { ROOT, startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
 import { WirePool } from '../helpers/wire.js';
 
 const TOKEN = 'sekrit-admin';
+
+/** `redstalk jobs ...` in a child process (asynchronously: the sidecar it asks runs in this one). */
+const jobsCli = (...args: string[]) => new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
+  execFile(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'jobs', ...args], { cwd: ROOT },
+    (err, stdout, stderr) => resolve({ status: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }));
+});
 
 describe('the admin API', () => {
   let redis: TestRedis | undefined;
@@ -252,5 +260,24 @@ describe('the admin API', () => {
     expect(bad.status).toBe(400);
     expect((await api.get('/api/tubes/%E0%A4%A')).status).toBe(400);
     expect((await api.get('/api/overview')).body.totals).toMatchObject({ tubes: 1 });
+  });
+
+  it('serves `redstalk jobs list` and `redstalk jobs search` from the same queries, page by page', async () => {
+    const { w, api } = await start();
+    const ids = await putMany(w, 'cli', ['first\tline', 'second', 'third needle', Buffer.from([0xff])]);
+    const list = await jobsCli('list', 'cli', '--http', api.address, '--limit', '2');
+    expect(list.status).toBe(0);
+    expect(list.stdout).toMatch(new RegExp(`^${ids[0]} +ready +1024 +\\d+ +0 +0 +- +first\\\\tline$`, 'm'));
+    const cursor = /--cursor '([^']+)'/.exec(list.stdout)![1]!;
+    const all = await jobsCli('list', 'cli', '--http', api.address, '--limit', '2', '--all', '--json');
+    const pages = all.stdout.trim().split('\n').map((l) => JSON.parse(l) as { jobs: Array<{ id: string }>; next: string });
+    expect(pages.flatMap((p) => p.jobs.map((j) => j.id))).toEqual(ids);
+    expect(pages.at(-1)!.next).toBe('');
+    expect((await jobsCli('list', 'cli', '--http', api.address, '--cursor', cursor)).stdout).toContain('base64:/w==');
+    const found = await jobsCli('search', 'cli', 'needle', '--http', api.address, '--json');
+    expect((JSON.parse(found.stdout) as { jobs: Array<{ id: string }> }).jobs.map((j) => j.id)).toEqual([ids[2]]);
+    const bad = await jobsCli('list', 'cli', '--http', api.address, '--state', 'gone');
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('400 state must be one of');
   });
 });
