@@ -37,3 +37,17 @@ export async function putMany(w: Wire, tube: string, bodies: ReadonlyArray<strin
   }
   return ids;
 }
+
+/** Puts the bodies into the tube, then reserves and buries each; their ids. The connection watches what it did before. */
+export async function putBuried(w: Wire, tube: string, bodies: readonly string[]): Promise<string[]> {
+  const ids = await putMany(w, tube, bodies);
+  const watching = Number(/^WATCHING (\d+)$/.exec(await w.cmd(`watch ${tube}`))![1]);
+  for (const id of ids) {
+    const reserved = await w.cmd(`reserve-job ${id}`);
+    if (!reserved.startsWith(`RESERVED ${id} `)) throw new Error(`reserve-job ${id} answered ${reserved}`);
+    const buried = await w.cmd(`bury ${id} 1`);
+    if (buried !== 'BURIED') throw new Error(`bury ${id} answered ${buried}`);
+  }
+  if (watching > 1) await w.cmd(`ignore ${tube}`);
+  return ids;
+}

@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AdminClient, putMany } from '../helpers/admin-http.js';
+import { AdminClient, putBuried, putMany } from '../helpers/admin-http.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { ROOT, startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
 import { WirePool } from '../helpers/wire.js';
@@ -135,12 +135,8 @@ describe('the admin API', () => {
 
   it('kicks a buried job so that a worker can reserve it over the protocol, and kicks n', async () => {
     const { w, api } = await start();
-    const ids = await putMany(w, 'k', ['one', 'two', 'three']);
+    const ids = await putBuried(w, 'k', ['one', 'two', 'three']);
     expect(await w.cmd('watch k')).toBe('WATCHING 2');
-    for (const id of ids) {
-      expect(await w.cmd('reserve-with-timeout 0')).toMatch(/^RESERVED/);
-      expect(await w.cmd(`bury ${id} 1`)).toBe('BURIED');
-    }
     expect(await api.post(`/api/jobs/${ids[1]}/kick`)).toMatchObject({ status: 200, body: { kicked: true } });
     expect(await api.post(`/api/jobs/${ids[1]}/kick`)).toMatchObject({ status: 409 });
     expect((await w.cmd('reserve-with-timeout 0')).split('\n')[0]).toBe(`RESERVED ${ids[1]} 3`);
@@ -189,12 +185,7 @@ describe('the admin API', () => {
 
   it('kicks every buried job in bulk', async () => {
     const { w, api } = await start();
-    const ids = await putMany(w, 'bk', ['a', 'b', 'c']);
-    expect(await w.cmd('watch bk')).toBe('WATCHING 2');
-    for (const id of ids) {
-      expect(await w.cmd('reserve-with-timeout 0')).toMatch(/^RESERVED/);
-      expect(await w.cmd(`bury ${id} 1`)).toBe('BURIED');
-    }
+    await putBuried(w, 'bk', ['a', 'b', 'c']);
     const ask = await api.post('/api/tubes/bk/bulk', { action: 'kick', state: 'buried' });
     expect(ask.body.count).toBe(3);
     expect((await api.post('/api/tubes/bk/bulk', { action: 'kick', state: 'buried', confirm: ask.body.confirm })).body).toEqual({ confirmed: true, done: 3 });
