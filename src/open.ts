@@ -24,7 +24,8 @@ export async function openSidecar(config: Config, log: Logger, listener?: Listen
     },
   });
   // prom-client is loaded only when metrics are asked for.
-  const ops = config.http ? await Promise.all([import('./http/metrics.js'), import('./http/server.js'), import('./http/admin-routes.js'), import('./admin/api.js')]) : null;
+  const ops = config.http ? await Promise.all([import('./http/metrics.js'), import('./http/server.js'), import('./http/admin-routes.js'),
+    import('./admin/api.js'), import('./http/live.js'), import('./http/dashboard.js')]) : null;
   const metrics = ops ? new ops[0].Metrics() : null;
   const sidecar = new Sidecar(config, backend, log, metrics ? [metrics] : []);
   let http: OpsServer | null = null;
@@ -41,7 +42,11 @@ export async function openSidecar(config: Config, log: Logger, listener?: Listen
       http = await ops[1].startOpsServer(config.http, {
         readiness: () => sidecar.readiness(),
         metrics: async () => ({ contentType: metrics.contentType, body: await metrics.render() }),
-      }, log, ops[2].adminRoutes(api, admin));
+      }, log, [
+        new ops[4].LiveFeed(api, (err) => log.warn({ err }, 'dashboard live feed: reading the store failed')),
+        ops[2].adminRoutes(api, admin),
+        ...(config.dashboard ? [ops[5].dashboardRoutes()] : []),
+      ]);
       sidecar.closeWith(http.close);
     }
     await sidecar.start(listener);

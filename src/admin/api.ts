@@ -2,7 +2,7 @@
 // the HTTP routes (src/http/admin-routes.ts) serve, and so what `redstalk
 // jobs` and the dashboard see. Jobs are read by lua/jobs/listJobs.lua, never
 // decoded here; every change goes through the store's own calls.
-import type { JobState, JobStore } from '../store/job-store.js';
+import type { JobState, JobStore, JobTotals } from '../store/job-store.js';
 import { jobOps } from '../store/ops.js';
 import type { RoomStore } from '../store/room-store.js';
 import { Confirmations } from './confirm.js';
@@ -43,10 +43,17 @@ export class AdminApi {
     this.confirmations = new Confirmations(confirmKey);
   }
 
-  async overview(): Promise<Record<string, unknown>> {
+  /** The jobs of all tubes by state, and the live sidecars with their own counters (not their per-tube fields). */
+  async overview(): Promise<{ totals: JobTotals; sidecars: Array<{ id: string; counters: Record<string, string> }> }> {
     const [totals, nodes] = await Promise.all([this.jobs.totals(), this.jobs.nodes()]);
     const snapshots = await this.jobs.nodeSnapshots(nodes.live);
-    return { totals, sidecars: nodes.live.map((id, i) => ({ id, counters: snapshots[i] })) };
+    const own = (s: Record<string, string> | undefined) => Object.fromEntries(Object.entries(s ?? {}).filter(([k]) => !k.includes(':')));
+    return { totals, sidecars: nodes.live.map((id, i) => ({ id, counters: own(snapshots[i]) })) };
+  }
+
+  /** The counts of these tubes (those that exist), by name. */
+  async counts(names: readonly string[]): Promise<Map<string, TubeView>> {
+    return new Map((await this.counted(names)).map((t) => [t.name, t]));
   }
 
   /** Tubes whose name holds `filter`, sorted, a page of them with their counts. */

@@ -51,3 +51,53 @@ export async function putBuried(w: Wire, tube: string, bodies: readonly string[]
   if (watching > 1) await w.cmd(`ignore ${tube}`);
   return ids;
 }
+
+/** A reader of /api/events: the `live` events' data, as they come. */
+export class LiveEvents {
+  private buffer = '';
+  readonly events: Array<Record<string, any>> = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+  private readonly controller = new AbortController();
+
+  private constructor(private readonly reader: ReadableStreamDefaultReader<Uint8Array>) {}
+
+  static async open(address: string, tube?: string): Promise<LiveEvents> {
+    const controller = new AbortController();
+    const res = await fetch(`http://${address}/api/events${tube === undefined ? '' : `?tube=${encodeURIComponent(tube)}`}`, { signal: controller.signal });
+    if (res.headers.get('content-type') !== 'text/event-stream; charset=utf-8') throw new Error(`not an event stream: ${res.status}`);
+    const feed = new LiveEvents(res.body!.getReader());
+    feed.controller.signal.addEventListener('abort', () => controller.abort());
+    void feed.pump();
+    return feed;
+  }
+
+  private async pump(): Promise<void> {
+    const decoder = new TextDecoder();
+    try {
+      for (;;) {
+        const { value, done } = await this.reader.read();
+        if (done) return;
+        this.buffer += decoder.decode(value, { stream: true });
+        let end: number;
+        while ((end = this.buffer.indexOf('\n\n')) >= 0) {
+          const block = this.buffer.slice(0, end);
+          this.buffer = this.buffer.slice(end + 2);
+          const data = /^event: live\ndata: (.*)$/m.exec(block);
+          if (data) this.events.push(JSON.parse(data[1]!));
+        }
+      }
+    } catch { /* closed */ }
+  }
+
+  /** The first event from `from` on that satisfies `test`, within timeoutMs. */
+  async until(test: (e: Record<string, any>) => boolean, from = 0, timeoutMs = 5000): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.events.slice(from).find(test);
+      if (found) return found;
+      if (Date.now() > deadline) throw new Error(`no such live event within ${timeoutMs} ms; got ${JSON.stringify(this.events.slice(from))}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  close(): void { this.controller.abort(); }
+}
