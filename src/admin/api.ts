@@ -10,7 +10,7 @@ import { AdminError } from './errors.js';
 import { bodyView, jobView, listedView, tubeView, type TubeView } from './views.js';
 
 export const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried'];
-export const TUBE_SORTS = ['name', 'ready', 'urgent', 'reserved', 'delayed', 'buried', 'total'] as const;
+export const TUBE_SORTS = ['name', 'ready', 'urgent', 'reserved', 'delayed', 'buried', 'total', 'oldestReadyAge'] as const;
 export type TubeSort = (typeof TUBE_SORTS)[number];
 
 /** Tubes counted per store call when every tube's counts are needed (a sort by a count). */
@@ -65,23 +65,24 @@ export class AdminApi {
       return { total: names.length, tubes: await this.counted(names.slice(offset, offset + limit)) };
     }
     const all = await this.counted(names);
-    all.sort((a, b) => dir * (a[sort] - b[sort]) || (a.name < b.name ? -1 : 1));
+    all.sort((a, b) => dir * ((a[sort] ?? -1) - (b[sort] ?? -1)) || (a.name < b.name ? -1 : 1));
     return { total: all.length, tubes: all.slice(offset, offset + limit) };
   }
 
   private async counted(names: readonly string[]): Promise<TubeView[]> {
     const out: TubeView[] = [];
     for (let i = 0; i < names.length; i += COUNT_CHUNK) {
-      const { tubes } = await this.jobs.tubeCounts(names.slice(i, i + COUNT_CHUNK));
-      for (const [name, c] of tubes) out.push(tubeView(name, c));
+      const chunk = names.slice(i, i + COUNT_CHUNK);
+      const [{ tubes }, oldest] = await Promise.all([this.jobs.tubeCounts(chunk), this.jobs.oldestReady(chunk)]);
+      for (const [name, c] of tubes) out.push(tubeView(name, c, oldest.get(name)));
     }
     return out;
   }
 
   async tube(name: string): Promise<TubeView> {
-    const c = (await this.jobs.tubeCounts([name])).tubes.get(name);
-    if (!c) throw new AdminError(404, `no tube ${name}`);
-    return tubeView(name, c);
+    const t = (await this.counted([name]))[0];
+    if (!t) throw new AdminError(404, `no tube ${name}`);
+    return t;
   }
 
   /** A page of the tube's jobs in a state; with `q`, only those whose id is q or whose body holds it. */

@@ -34,12 +34,15 @@ export function listedView(j: ListedJob): JobView & { holder: string; preview: B
 export interface TubeView {
   name: string; urgent: number; ready: number; reserved: number; delayed: number; buried: number;
   total: number; deleted: number; paused: boolean; pauseLeft: number;
+  /** Seconds since the oldest ready job was put; null when none is ready. */
+  oldestReadyAge: number | null;
 }
 
-export function tubeView(name: string, c: TubeCounts): TubeView {
+export function tubeView(name: string, c: TubeCounts, oldestReadyMs: number | undefined): TubeView {
   const pauseLeft = Math.floor(c.pauseLeftUs / 1_000_000);
   return {
     name, urgent: c.urgent, ready: c.ready, reserved: c.reserved, delayed: c.delayed, buried: c.buried,
     total: c.totalJobs, deleted: c.cmdDelete, paused: c.pauseLeftUs > 0, pauseLeft,
+    oldestReadyAge: oldestReadyMs === undefined ? null : oldestReadyMs / 1000,
   };
 }

@@ -54,6 +54,7 @@ export class Metrics implements Instruments {
       tubes: gauge('redstalk_tubes', 'Tubes in the store'),
       tubeJobs: gauge('redstalk_tube_jobs', 'Jobs by tube and state (the first --metrics-tubes tubes)', ['tube', 'state']),
       tubeTotal: gauge('redstalk_tube_jobs_created', 'Jobs ever put into the tube', ['tube']),
+      oldestReady: gauge('redstalk_tube_oldest_ready_age_seconds', 'Seconds since the tube\'s oldest ready job was put (tubes with ready jobs, of the first --metrics-tubes)', ['tube']),
       rooms: gauge('redstalk_rooms', 'Waiting rooms in the store'),
       participants: gauge('redstalk_room_participants', 'People inside the room', ['room']),
       roomWaiting: gauge('redstalk_room_waiting', 'People in the room\'s line', ['room']),
@@ -95,10 +96,12 @@ export class Metrics implements Instruments {
     g.draining!.set(s.draining() ? 1 : 0);
     const [names, roomNames, totals] = await Promise.all([s.jobs.listTubes(), s.rooms.list(), s.jobs.totals()]);
     const shown = names.slice(0, s.seriesLimit);
-    const counts = await s.jobs.tubeCounts(shown);
+    const [counts, oldest] = await Promise.all([s.jobs.tubeCounts(shown), s.jobs.oldestReady(shown)]);
     g.tubes!.set(totals.tubes);
     g.tubeJobs!.reset();
     g.tubeTotal!.reset();
+    g.oldestReady!.reset();
+    for (const [tube, ms] of oldest) g.oldestReady!.set({ tube }, ms / 1000);
     for (const state of STATES) g.jobs!.set({ state }, totals[state]);
     for (const name of shown) {
       const t = counts.tubes.get(name);

@@ -79,6 +79,8 @@ export interface JobCalls {
   peekJob(id: string): Promise<PeekedJob | null>;
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null>;
   jobInfo(id: string): Promise<JobInfo | null>;
+  /** The age (ms since put) of each named tube's oldest ready job; tubes with none ready are left out. */
+  oldestReady(names: readonly string[]): Promise<Map<string, number>>;
   /** A page of the tube's jobs in one state, in that state's order. */
   listJobs(tube: string, query: JobQuery): Promise<JobPage>;
   /** Counts of the named tubes (only those that exist) plus the global totals. */

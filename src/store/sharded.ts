@@ -189,6 +189,12 @@ export class ShardedJobStore implements JobStore {
     return { tubes, totalJobs: sum(counted.map((c) => c.totalJobs)), jobTimeouts: sum(counted.map((c) => c.jobTimeouts)) };
   }
 
+  async oldestReady(names: readonly string[]): Promise<Map<string, number>> {
+    const groups = byShard(names, (name) => this.map.ofTube(name));
+    const found = await this.each((s, i) => s.oldestReady(groups.get(i) ?? []));
+    return new Map(found.flatMap((m) => [...m]));
+  }
+
   async totals(): Promise<JobTotals> {
     const all = await this.each((s) => s.totals());
     const total = (field: keyof JobTotals) => sum(all.map((t) => t[field]));

@@ -7,6 +7,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AdminClient, putBuried, putMany } from '../helpers/admin-http.js';
+import { parseExposition, valueOf } from '../helpers/prometheus.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { ROOT, startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
 import { WirePool } from '../helpers/wire.js';
@@ -228,6 +229,25 @@ describe('the admin API', () => {
     expect(byReady.body.tubes.map((t: { name: string; ready: number }) => [t.name, t.ready])).toEqual([['t-a', 3], ['t-c', 2]]);
     expect((await api.get('/api/tubes/nope')).status).toBe(404);
     expect((await api.get('/api/tubes?sort=size')).status).toBe(400);
+  });
+
+  it('tells each tube\'s oldest ready job\'s age, over every priority, in the API and /metrics', async () => {
+    const { w, api } = await start();
+    await putMany(w, 'aged', ['old, low priority'], { pri: 5000 });
+    await new Promise((r) => setTimeout(r, 300));
+    await putMany(w, 'aged', ['new, urgent'], { pri: 0 });
+    await putMany(w, 'fresh', ['x']);
+    await putMany(w, 'later', ['x'], { delay: 60 });
+    const aged = (await api.get('/api/tubes/aged')).body.oldestReadyAge;
+    expect(aged).toBeGreaterThanOrEqual(0.3);
+    expect(aged).toBeLessThan(5);
+    expect((await api.get('/api/tubes/fresh')).body.oldestReadyAge).toBeLessThan(0.3);
+    expect((await api.get('/api/tubes/later')).body.oldestReadyAge).toBeNull();
+    const sorted = await api.get('/api/tubes?sort=oldestReadyAge&order=desc');
+    expect(sorted.body.tubes.map((t: { name: string }) => t.name).slice(0, 2)).toEqual(['aged', 'fresh']);
+    const metrics = parseExposition(await (await fetch(`http://${api.address}/metrics`)).text());
+    expect(valueOf(metrics, 'redstalk_tube_oldest_ready_age_seconds', { tube: 'aged' })).toBeGreaterThanOrEqual(0.3);
+    expect(valueOf(metrics, 'redstalk_tube_oldest_ready_age_seconds', { tube: 'later' })).toBeUndefined();
   });
 
   it('shows rooms with their state, and pauses and resumes admission', async () => {

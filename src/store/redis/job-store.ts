@@ -277,6 +277,12 @@ export class RedisJobStore implements ShardStore {
     return r.length === 0 ? null : jobInfoOf(r);
   }
 
+  async oldestReady(names: readonly string[]): Promise<Map<string, number>> {
+    if (names.length === 0) return new Map();
+    const ages = (await this.run('oldestReady', names, [...names])) as number[];
+    return new Map(names.flatMap((name, i) => (ages[i]! >= 0 ? [[name, ages[i]!] as const] : [])));
+  }
+
   async listJobs(tube: string, q: JobQuery): Promise<JobPage> {
     const r = (await this.run('listJobs', [tube], [tube, q.state, q.cursor, q.limit, q.scan, q.needle, q.preview], true)) as unknown[];
     const width = JOB_INFO_REPLY.length + 2;
