@@ -15,6 +15,8 @@ export type TubeSort = (typeof TUBE_SORTS)[number];
 
 /** Tubes counted per store call when every tube's counts are needed (a sort by a count). */
 const COUNT_CHUNK = 1000;
+/** How far back the history goes (history.ts). */
+const HISTORY_MS = 3_600_000;
 /** Bytes of each job's body a listing carries. */
 const PREVIEW_BYTES = 200;
 /** A bulk action looks at this many jobs at most (its count says when it stopped short). */
@@ -77,6 +79,23 @@ export class AdminApi {
       for (const [name, c] of tubes) out.push(tubeView(name, c, oldest.get(name)));
     }
     return out;
+  }
+
+  /** The `n` tubes whose oldest ready jobs are oldest, with those ages in seconds (of the first COUNT_CHUNK tubes listed). */
+  async oldestTubes(n: number): Promise<Record<string, number>> {
+    const names = (await this.jobs.listTubes()).slice(0, COUNT_CHUNK);
+    const ages = [...(await this.jobs.oldestReady(names))].sort((a, b) => b[1] - a[1]).slice(0, n);
+    return Object.fromEntries(ages.map(([tube, ms]) => [tube, ms / 1000]));
+  }
+
+  /** Offers a history sample for the current slot (history.ts). */
+  async recordHistory(sample: object, slotMs: number): Promise<boolean> {
+    return this.jobs.recordHistory(JSON.stringify(sample), slotMs, Math.ceil(HISTORY_MS / slotMs));
+  }
+
+  /** The last hour's samples, oldest first. */
+  async history(): Promise<unknown[]> {
+    return (await this.jobs.history()).map((s) => JSON.parse(s) as unknown);
   }
 
   async tube(name: string): Promise<TubeView> {

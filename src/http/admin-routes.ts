@@ -40,6 +40,7 @@ const state = (q: string | null | undefined, def?: JobState) => oneOf(q, 'state'
 /** [method, path pattern ('*' one segment), handler]. */
 const ROUTES: Array<[string, string, Handler]> = [
   ['GET', 'overview', (api) => api.overview()],
+  ['GET', 'history', (api) => api.history()],
   ['GET', 'tubes', (api, { query: q }) => api.tubes(q.get('filter') ?? '', oneOf<TubeSort>(q.get('sort'), 'sort', TUBE_SORTS, 'name'),
     oneOf(q.get('order'), 'order', ['asc', 'desc'], 'asc') === 'desc', bounded(q.get('offset'), 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
     bounded(q.get('limit'), 'limit', 100, 1, MAX_PAGE))],

@@ -100,6 +100,15 @@ export interface JobCalls {
   /** How many of these connections' watch lists, as reserves kept them (JobOp.watch), hold the tube. */
   watchListsWith(tube: string, owners: readonly string[]): Promise<number>;
 
+  /**
+   * Keeps a sample (a JSON object) of the dashboard's history, unless the
+   * slot of `slotMs` it falls in (on the store's clock) has one; at most
+   * `keep` samples stay. Whether it was kept.
+   */
+  recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean>;
+  /** The samples kept, oldest first, each with its slot's start as "t" (ms). */
+  history(): Promise<string[]>;
+
   /** Moves due delayed jobs and expired reservations to ready; ms until the next is due, or -1. */
   promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }>;
 }

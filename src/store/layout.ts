@@ -89,6 +89,8 @@ export class ShardKeys {
   readonly readyTubes: string;
   /** The index of waiting rooms. */
   readonly rooms: string;
+  /** The dashboard's samples of the last hour (lua/jobs/history.lua; shard 0's only). */
+  readonly history: string;
   private tubeKeys = new Map<string, readonly string[]>();
 
   constructor(tag: string, readonly shard: number, readonly shards: number) {
@@ -103,6 +105,7 @@ export class ShardKeys {
     this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, this.stats, this.tubes, this.nodes, `${t}:seq`, this.readyTubes];
     this.events = `${t}:events`;
     this.rooms = `${t}:rooms`;
+    this.history = `${t}:history`;
   }
 
   /** The 5 keys of a tube, in the order job scripts expect them (cached: every batch needs them). */

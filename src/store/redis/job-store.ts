@@ -325,6 +325,14 @@ export class RedisJobStore implements ShardStore {
     await this.call('forgetNode', [...this.keys.globals, this.keys.node(node), this.keys.watchLists(node)], [node]);
   }
 
+  async recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean> {
+    return (await this.call('history', [this.keys.history], [slotMs, keep, sample])) === 1;
+  }
+
+  history(): Promise<string[]> {
+    return mapped(this.redis.zrange(this.keys.history, 0, -1));
+  }
+
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
     // A pipeline, not MULTI: Redis refuses MULTI when out of memory, and these are reads.
     // (Not the tombstones of sidecars reaped or gone, below 0: forgetNode.lua.)
