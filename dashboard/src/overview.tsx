@@ -1,6 +1,7 @@
 // The overview: jobs by state, rates from the pushed counters, and the live sidecars.
 import { useRef } from 'preact/hooks';
 import { useLive, type Live } from './api.js';
+import { Charts, useHistory } from './charts.js';
 import { Figure, Section } from './ui.js';
 
 const RATES = [['put', 'cmd-put'], ['reserved', 'cmd-reserve'], ['deleted', 'cmd-delete']] as const;
@@ -28,6 +29,7 @@ function useRates(live: Live | null): Record<string, number> {
 export function Overview() {
   const live = useLive();
   const rates = useRates(live);
+  const history = useHistory(live);
   if (!live) return <p>connecting…</p>;
   const t = live.totals;
   const rate = (k: string) => `${(rates[k] ?? 0).toFixed(1)}/s`;
@@ -46,6 +48,9 @@ export function Overview() {
           <Figure label="deleted" value={rate('deleted')} /><Figure label="timed out" value={rate('timedOut')} />
           <Figure label="connections" value={summed(live, 'current-connections')} /><Figure label="workers" value={summed(live, 'current-workers')} />
         </div>
+      </Section>
+      <Section title="The last hour">
+        <Charts samples={history} />
       </Section>
       <Section title={`Sidecars alive: ${live.sidecars.length}`}>
         <table>

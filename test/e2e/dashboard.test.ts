@@ -6,10 +6,10 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../scripts/build-dashboard.js';
-import { putBuried, putMany } from '../helpers/admin-http.js';
+import { putBuried, putMany, seedHistory } from '../helpers/admin-http.js';
 import { hasChromium, launchChromium } from '../helpers/browser.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
+import { startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
 import { WirePool, type Wire } from '../helpers/wire.js';
 
 const TOKEN = 'e2e-admin-token';
@@ -35,8 +35,8 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
   });
 
   /** A sidecar with the dashboard (and the admin token unless read-only), a protocol connection, and a page on it. */
-  async function open(readOnly = false): Promise<{ w: Wire; http: string }> {
-    const sidecar = await startRedstalk({ redisUrl: redis.url, http: '127.0.0.1:0', dashboard: true, ...(readOnly ? {} : { httpAdminToken: TOKEN }) });
+  async function open(readOnly = false, prefix = uniquePrefix()): Promise<{ w: Wire; http: string }> {
+    const sidecar = await startRedstalk({ redisUrl: redis.url, prefix, http: '127.0.0.1:0', dashboard: true, ...(readOnly ? {} : { httpAdminToken: TOKEN }) });
     sidecars.push(sidecar);
     page = await browser.newPage();
     page.on('pageerror', (err) => { throw err; });
@@ -122,5 +122,19 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
     await page.waitForFunction(() => document.querySelectorAll('table.jobs tr[data-job]').length === 2, undefined, { timeout: 1000 });
     expect(await figure('ready').textContent()).toBe('2');
     expect(Date.now() - t0).toBeLessThan(1000);
+  });
+
+  it('charts the last hour from the history in Redis, in both themes', async () => {
+    const prefix = uniquePrefix();
+    await seedHistory(redis.url, prefix, 30);
+    const { http } = await open(false, prefix);
+    await goto(http, '#/');
+    await page.waitForSelector('.chart canvas');
+    expect(await page.locator('.chart canvas').count()).toBe(3);
+    expect(await page.locator('.chart .u-legend').first().textContent()).toContain('put');
+    const before = await page.evaluate(() => document.documentElement.dataset.theme);
+    await page.click('button[aria-label="theme"]');
+    await page.waitForFunction((was) => document.documentElement.dataset.theme !== was, before);
+    expect(await page.locator('.chart canvas').count()).toBe(3);
   });
 });

@@ -101,3 +101,25 @@ export class LiveEvents {
 
   close(): void { this.controller.abort(); }
 }
+
+/** Writes `n` history samples a slot apart, ending now, into a one-shard data set's history (lua/jobs/history.lua's format). */
+export async function seedHistory(redisUrl: string, prefix: string, n: number, slotMs = 10_000): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const { Layout } = await import('../../src/store/layout.js');
+  const redis = new Redis(redisUrl);
+  try {
+    const end = Math.floor(Date.now() / slotMs) * slotMs - slotMs;
+    const args: Array<string | number> = [];
+    for (let i = 0; i < n; i++) {
+      const t = end - (n - 1 - i) * slotMs;
+      const wave = Math.round(50 + 40 * Math.sin(i / 5));
+      args.push(t, JSON.stringify({
+        t, ready: wave * 3, reserved: wave, delayed: 10 + (i % 7), buried: Math.floor(i / 20), timeouts: Math.floor(i / 10), jobs: i * 400,
+        put: i * 400, reserve: i * 390, delete: i * 385, connections: 12, sidecars: 2, oldest: { emails: wave / 10, sms: wave / 25 },
+      }));
+    }
+    await redis.zadd(new Layout(prefix, 1).keys(0).history, ...args);
+  } finally {
+    redis.disconnect();
+  }
+}
