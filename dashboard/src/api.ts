@@ -31,7 +31,7 @@ export const del = <T>(path: string): Promise<T> => call<T>('DELETE', path);
 export const enc = encodeURIComponent;
 
 export interface Totals { urgent: number; ready: number; reserved: number; delayed: number; buried: number; tubes: number; totalJobs: number; jobTimeouts: number }
-export interface Sidecar { id: string; counters: Record<string, string> }
+export interface Sidecar { id: string; counters: Record<string, string>; info: Record<string, string> }
 export interface Tube {
   name: string; urgent: number; ready: number; reserved: number; delayed: number; buried: number;
   total: number; deleted: number; paused: boolean; pauseLeft: number;

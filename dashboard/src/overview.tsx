@@ -54,12 +54,12 @@ export function Overview() {
       </Section>
       <Section title={`Sidecars alive: ${live.sidecars.length}`}>
         <table>
-          <thead><tr><th>id</th><th>version</th><th>connections</th><th>workers</th><th>waiting</th><th>puts</th><th>reserves</th><th>batch ops (mean)</th></tr></thead>
+          <thead><tr><th>id</th><th>version</th><th>connections</th><th>workers</th><th>waiting</th><th>puts</th><th>reserves</th><th>batch calls</th><th>ops a batch (mean)</th></tr></thead>
           <tbody>{live.sidecars.map((s) => (
             <tr key={s.id}>
-              <td class="mono">{s.id}</td><td>{s.counters.version ?? '-'}</td><td>{s.counters['current-connections'] ?? 0}</td>
+              <td class="mono">{s.id}</td><td>{s.info.version ?? '-'}</td><td>{s.counters['current-connections'] ?? 0}</td>
               <td>{s.counters['current-workers'] ?? 0}</td><td>{s.counters['current-waiting'] ?? 0}</td>
-              <td>{s.counters['cmd-put'] ?? 0}</td><td>{s.counters['cmd-reserve'] ?? 0}</td><td>{s.counters['batch-ops-mean'] ?? '-'}</td>
+              <td>{s.counters['cmd-put'] ?? 0}</td><td>{s.counters['cmd-reserve'] ?? 0}</td><td>{s.info['batch-calls'] ?? '-'}</td><td>{s.info['batch-ops-mean'] ?? '-'}</td>
             </tr>
           ))}</tbody>
         </table>

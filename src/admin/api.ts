@@ -46,11 +46,16 @@ export class AdminApi {
   }
 
   /** The jobs of all tubes by state, and the live sidecars with their own counters (not their per-tube fields). */
-  async overview(): Promise<{ totals: JobTotals; sidecars: Array<{ id: string; counters: Record<string, string> }> }> {
+  async overview(): Promise<{ totals: JobTotals; sidecars: Array<{ id: string; counters: Record<string, string>; info: Record<string, string> }> }> {
     const [totals, nodes] = await Promise.all([this.jobs.totals(), this.jobs.nodes()]);
-    const snapshots = await this.jobs.nodeSnapshots(nodes.live);
+    const [snapshots, infos] = await Promise.all([this.jobs.nodeSnapshots(nodes.live), this.jobs.nodeInfo(nodes.live)]);
     const own = (s: Record<string, string> | undefined) => Object.fromEntries(Object.entries(s ?? {}).filter(([k]) => !k.includes(':')));
-    return { totals, sidecars: nodes.live.map((id, i) => ({ id, counters: own(snapshots[i]) })) };
+    return { totals, sidecars: nodes.live.map((id, i) => ({ id, counters: own(snapshots[i]), info: infos[i] ?? {} })) };
+  }
+
+  /** Says what this sidecar is (version, batch sizes) for every sidecar's dashboard, for ttlMs. */
+  async publishInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void> {
+    await this.jobs.publishNodeInfo(node, info, ttlMs);
   }
 
   /** The counts of these tubes (those that exist), by name. */

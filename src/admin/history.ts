@@ -4,6 +4,7 @@
 // each slot, an hour of them (lua/jobs/history.lua): every sidecar then
 // charts the same hour. Rates are the differences of the counts between samples.
 import type { AdminApi } from './api.js';
+import { every } from './every.js';
 
 export const SLOT_MS = 10_000;
 /** Tubes whose oldest ready age each sample keeps, the oldest first. */
@@ -32,11 +33,7 @@ export async function sampleNow(api: AdminApi): Promise<Omit<Sample, 't'>> {
   };
 }
 
-/** Offers a sample every SLOT_MS until stopped; a failed one is logged and the next tried. */
+/** Offers a sample every SLOT_MS until stopped; a failed one is reported and the next tried. */
 export function startHistory(api: AdminApi, onError: (err: unknown) => void, slotMs = SLOT_MS): () => void {
-  const offer = () => void sampleNow(api).then((s) => api.recordHistory(s, slotMs)).catch(onError);
-  offer();
-  const timer = setInterval(offer, slotMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return every(slotMs, async () => api.recordHistory(await sampleNow(api), slotMs), onError);
 }

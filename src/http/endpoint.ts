@@ -4,7 +4,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { AdminApi } from '../admin/api.js';
+import { every } from '../admin/every.js';
 import { startHistory } from '../admin/history.js';
+import pkg from '../../package.json' with { type: 'json' };
 import { tokenDigest } from '../commands/auth.js';
 import type { Config } from '../config/settings.js';
 import { authDigest, type Sidecar } from '../server/sidecar.js';
@@ -16,6 +18,9 @@ import type { Metrics } from './metrics.js';
 import { startOpsServer, type OpsServer } from './server.js';
 
 export { Metrics } from './metrics.js';
+
+/** How often a sidecar says what it is (version, batch sizes) for the dashboard. */
+const INFO_MS = 5000;
 
 export interface Endpoint { server: OpsServer; /** The sidecar serves: start what reads the store on a timer. */ serving(): void }
 
@@ -40,8 +45,14 @@ export async function openEndpoint(config: Config, backend: Backend, sidecar: Si
   return {
     server,
     serving() {
-      const stop = startHistory(api, (err) => log.warn({ err }, 'dashboard history: a sample failed'));
-      sidecar.closeWith(async () => stop());
+      const stops = [
+        startHistory(api, (err) => log.warn({ err }, 'dashboard history: a sample failed')),
+        every(INFO_MS, async () => {
+          const batches = await metrics.batchSummary();
+          await api.publishInfo(sidecar.nodeId, { version: pkg.version, 'batch-calls': batches.calls, 'batch-ops-mean': batches.meanOps.toFixed(1) }, INFO_MS * 3);
+        }, (err) => log.warn({ err }, 'dashboard: publishing this sidecar\'s info failed')),
+      ];
+      sidecar.closeWith(async () => { for (const stop of stops) stop(); });
     },
   };
 }

@@ -79,6 +79,14 @@ export class Metrics implements Instruments {
 
   get contentType(): string { return this.registry.contentType; }
 
+  /** Batch calls made so far and their mean size in job commands (from the batch histogram). */
+  async batchSummary(): Promise<{ calls: number; meanOps: number }> {
+    const values = (await this.batchOps.get()).values;
+    const calls = values.find((v) => v.metricName === 'redstalk_batch_ops_count')?.value ?? 0;
+    const ops = values.find((v) => v.metricName === 'redstalk_batch_ops_sum')?.value ?? 0;
+    return { calls, meanOps: calls > 0 ? ops / calls : 0 };
+  }
+
   /** The exposition text, after reading the store. */
   async render(): Promise<string> {
     if (this.source) await this.refresh(this.source);

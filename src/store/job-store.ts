@@ -108,6 +108,10 @@ export interface JobCalls {
   recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean>;
   /** The samples kept, oldest first, each with its slot's start as "t" (ms). */
   history(): Promise<string[]>;
+  /** What a sidecar says of itself (for the dashboard), kept for ttlMs. */
+  publishNodeInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void>;
+  /** What these sidecars said of themselves ({} for one that said nothing lately). */
+  nodeInfo(nodes: readonly string[]): Promise<NodeSnapshot[]>;
 
   /** Moves due delayed jobs and expired reservations to ready; ms until the next is due, or -1. */
   promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }>;

@@ -125,6 +125,11 @@ export class ShardKeys {
     return `${this.tag}:node:${id}`;
   }
 
+  /** What a sidecar with --http says of itself for the dashboard (version, batch sizes), expiring with it. */
+  nodeInfo(id: string): string {
+    return `${this.tag}:node-info:${id}`;
+  }
+
   /** A connection's stored watch list (owner "<node>:<connection>"; lua/jobs/batch.lua 's'). */
   watchList(owner: string): string {
     return `${this.tag}:watch:${owner}`;

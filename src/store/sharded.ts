@@ -222,6 +222,8 @@ export class ShardedJobStore implements JobStore {
   nodes(): Promise<{ live: string[]; dead: string[] }> { return this.shards[0]!.nodes(); }
   recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean> { return this.shards[0]!.recordHistory(sample, slotMs, keep); }
   history(): Promise<string[]> { return this.shards[0]!.history(); }
+  publishNodeInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void> { return this.shards[0]!.publishNodeInfo(node, info, ttlMs); }
+  nodeInfo(nodes: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeInfo(nodes); }
   nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeSnapshots(nodes); }
 
   /** Every shard's due jobs; the soonest next due time of any. */

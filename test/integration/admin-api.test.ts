@@ -12,6 +12,8 @@ import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { ROOT, startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
 import { WirePool } from '../helpers/wire.js';
 
+import pkg from '../../package.json' with { type: 'json' };
+
 const TOKEN = 'sekrit-admin';
 
 /** `redstalk jobs ...` in a child process (asynchronously: the sidecar it asks runs in this one). */
@@ -248,6 +250,20 @@ describe('the admin API', () => {
     const metrics = parseExposition(await (await fetch(`http://${api.address}/metrics`)).text());
     expect(valueOf(metrics, 'redstalk_tube_oldest_ready_age_seconds', { tube: 'aged' })).toBeGreaterThanOrEqual(0.3);
     expect(valueOf(metrics, 'redstalk_tube_oldest_ready_age_seconds', { tube: 'later' })).toBeUndefined();
+  });
+
+  it('shows every live sidecar with its counters, version and batch sizes', async () => {
+    const { w, api } = await start();
+    await putMany(w, 'o', ['a', 'b', 'c']);
+    // Said every 5 s: the first time as the sidecar starts (no batch yet), then with the puts'.
+    await expect.poll(async () => Number((await api.get('/api/overview')).body.sidecars[0]?.info['batch-calls'] ?? 0), { timeout: 8000, interval: 200 }).toBeGreaterThan(0);
+    const { body } = await api.get('/api/overview');
+    expect(body.totals).toMatchObject({ ready: 3, tubes: 2 });
+    expect(body.sidecars).toHaveLength(1);
+    expect(body.sidecars[0].info).toMatchObject({ version: pkg.version });
+    expect(Number(body.sidecars[0].info['batch-ops-mean'])).toBeGreaterThan(0);
+    expect(body.sidecars[0].counters).toMatchObject({ 'current-connections': '1', 'cmd-put': '3' });
+    expect(Object.keys(body.sidecars[0].counters).some((k) => k.includes(':'))).toBe(false); // no per-tube fields
   });
 
   it('shows rooms with their state, and pauses and resumes admission', async () => {

@@ -333,6 +333,18 @@ export class RedisJobStore implements ShardStore {
     return mapped(this.redis.zrange(this.keys.history, 0, -1));
   }
 
+  async publishNodeInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void> {
+    const key = this.keys.nodeInfo(node);
+    await pipelined(this.redis.pipeline().del(key).hset(key, info).pexpire(key, ttlMs));
+  }
+
+  async nodeInfo(nodes: readonly string[]): Promise<NodeSnapshot[]> {
+    if (nodes.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const n of nodes) p.hgetall(this.keys.nodeInfo(n));
+    return ((await pipelined(p)) as Array<NodeSnapshot | null>).map((v) => v ?? {});
+  }
+
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
     // A pipeline, not MULTI: Redis refuses MULTI when out of memory, and these are reads.
     // (Not the tombstones of sidecars reaped or gone, below 0: forgetNode.lua.)
