@@ -72,6 +72,7 @@ export function TubeView({ name }: { name: string }) {
         )}
       </div>
       <ErrorLine error={error} />
+      {open && <JobDetail id={open} onClose={() => setOpen(null)} />}
       {page && (
         <div>
           <table class="jobs">
@@ -95,7 +96,6 @@ export function TubeView({ name }: { name: string }) {
           </div>
         </div>
       )}
-      {open && <JobDetail id={open} onClose={() => setOpen(null)} />}
     </div>
   );
 }
