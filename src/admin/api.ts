@@ -3,6 +3,7 @@
 // jobs` and the dashboard see. Jobs are read by lua/jobs/listJobs.lua, never
 // decoded here; every change goes through the store's own calls.
 import type { JobState, JobStore, JobTotals } from '../store/job-store.js';
+import { COMMAND_COUNTERS } from '../protocol/stats.js';
 import { jobOps } from '../store/ops.js';
 import type { RoomStore } from '../store/room-store.js';
 import { Confirmations } from './confirm.js';
@@ -15,6 +16,8 @@ export type TubeSort = (typeof TUBE_SORTS)[number];
 
 /** Tubes counted per store call when every tube's counts are needed (a sort by a count). */
 const COUNT_CHUNK = 1000;
+/** A sidecar's own counters of its snapshot (not its fields per tube, of which there may be thousands). */
+const SIDECAR_FIELDS = ['current-connections', 'current-producers', 'current-workers', 'current-waiting', 'total-connections', ...COMMAND_COUNTERS];
 /** How far back the history goes (history.ts). */
 const HISTORY_MS = 3_600_000;
 /** Bytes of each job's body a listing carries. */
@@ -48,9 +51,8 @@ export class AdminApi {
   /** The jobs of all tubes by state, and the live sidecars with their own counters (not their per-tube fields). */
   async overview(): Promise<{ totals: JobTotals; sidecars: Array<{ id: string; counters: Record<string, string>; info: Record<string, string> }> }> {
     const [totals, nodes] = await Promise.all([this.jobs.totals(), this.jobs.nodes()]);
-    const [snapshots, infos] = await Promise.all([this.jobs.nodeSnapshots(nodes.live), this.jobs.nodeInfo(nodes.live)]);
-    const own = (s: Record<string, string> | undefined) => Object.fromEntries(Object.entries(s ?? {}).filter(([k]) => !k.includes(':')));
-    return { totals, sidecars: nodes.live.map((id, i) => ({ id, counters: own(snapshots[i]), info: infos[i] ?? {} })) };
+    const [snapshots, infos] = await Promise.all([this.jobs.nodeSnapshots(nodes.live, SIDECAR_FIELDS), this.jobs.nodeInfo(nodes.live)]);
+    return { totals, sidecars: nodes.live.map((id, i) => ({ id, counters: snapshots[i] ?? {}, info: infos[i] ?? {} })) };
   }
 
   /** Says what this sidecar is (version, batch sizes) for every sidecar's dashboard, for ttlMs. */
@@ -151,7 +153,7 @@ export class AdminApi {
   }
 
   async pause(tube: string, seconds: number): Promise<{ paused: boolean; seconds: number }> {
-    await this.jobs.pauseTube(tube, seconds);
+    if (!(await this.jobs.pauseTube(tube, seconds))) throw new AdminError(404, `no tube ${tube}`);
     return { paused: seconds > 0, seconds };
   }
 

@@ -95,7 +95,8 @@ export interface JobCalls {
   forgetNode(node: string): Promise<void>;
   /** Sidecars by whether their lease is current (judged on the store's clock). */
   nodes(): Promise<{ live: string[]; dead: string[] }>;
-  nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]>;
+  /** Their counters snapshots: whole, or only these fields (a snapshot holds fields per tube too). */
+  nodeSnapshots(nodes: readonly string[], fields?: readonly string[]): Promise<NodeSnapshot[]>;
 
   /** How many of these connections' watch lists, as reserves kept them (JobOp.watch), hold the tube. */
   watchListsWith(tube: string, owners: readonly string[]): Promise<number>;

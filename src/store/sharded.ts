@@ -224,7 +224,7 @@ export class ShardedJobStore implements JobStore {
   history(): Promise<string[]> { return this.shards[0]!.history(); }
   publishNodeInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void> { return this.shards[0]!.publishNodeInfo(node, info, ttlMs); }
   nodeInfo(nodes: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeInfo(nodes); }
-  nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeSnapshots(nodes); }
+  nodeSnapshots(nodes: readonly string[], fields?: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeSnapshots(nodes, fields); }
 
   /** Every shard's due jobs; the soonest next due time of any. */
   async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {

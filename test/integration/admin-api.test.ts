@@ -168,6 +168,8 @@ describe('the admin API', () => {
     expect(await w.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
     expect(await api.post('/api/tubes/p/pause', { seconds: 0 })).toMatchObject({ status: 200, body: { paused: false } });
     expect(await w.cmd('reserve-with-timeout 0')).toMatch(/^RESERVED/);
+    expect(await api.post('/api/tubes/none/pause', { seconds: 5 })).toMatchObject({ status: 404, body: { error: 'no tube none' } });
+    expect(await api.post('/api/tubes/p/pause', { seconds: -1 })).toMatchObject({ status: 400 });
   });
 
   it('acts in bulk only with a confirmation for the same filter, on at most the count confirmed', async () => {

@@ -356,11 +356,19 @@ export class RedisJobStore implements ShardStore {
     return { live, dead };
   }
 
-  async nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]> {
+  async nodeSnapshots(nodes: readonly string[], fields?: readonly string[]): Promise<NodeSnapshot[]> {
     if (nodes.length === 0) return [];
     const p = this.redis.pipeline();
-    for (const n of nodes) p.hgetall(this.keys.node(n));
-    return ((await pipelined(p)) as Array<NodeSnapshot | null>).map((v) => v ?? {});
+    for (const n of nodes) {
+      if (fields) p.hmget(this.keys.node(n), ...fields);
+      else p.hgetall(this.keys.node(n));
+    }
+    const replies = (await pipelined(p)) as Array<NodeSnapshot | Array<string | null> | null>;
+    if (!fields) return replies.map((v) => (v as NodeSnapshot | null) ?? {});
+    return replies.map((v) => Object.fromEntries(fields.flatMap((f, i) => {
+      const value = (v as Array<string | null>)[i];
+      return value === null || value === undefined ? [] : [[f, value]];
+    })));
   }
 
   /**
