@@ -79,6 +79,8 @@ export const SETTINGS = {
     'serve /healthz, /readyz, /metrics and the admin API (/api/, protocol/admin-api.yaml) over HTTP on this address (off when empty)'),
   httpAdminToken: text('--http-admin-token <token>', '', { pattern: '^[\\x21-\\x7e]{0,217}$' },
     'allow changes through the --http admin API (kick, delete, pause, bulk actions) to requests with `Authorization: Bearer <token>`; without it (nor --auth-token) the API is read-only (prefer REDSTALK_HTTP_ADMIN_TOKEN: a flag shows in ps)'),
+  httpHosts: text('--http-hosts <names>', '', { pattern: '^(\\*|[A-Za-z0-9.-]+(,[A-Za-z0-9.-]+)*)?$' },
+    'host names, comma-separated, under which the admin API and dashboard also answer, besides IP addresses and localhost (a page of another name is refused: DNS rebinding); * for any'),
   dashboard: toggle('--dashboard', 'serve the dashboard at / of --http: overview, tubes, jobs, rooms, live by server-sent events (changes need --http-admin-token)'),
   metricsTubes: integer('--metrics-tubes <n>', 1000, 0, 1_000_000,
     'at most this many tubes and rooms, each, get series of their own in /metrics (the totals count all)'),

@@ -12,6 +12,7 @@ import type { Config } from '../config/settings.js';
 import { authDigest, type Sidecar } from '../server/sidecar.js';
 import type { Backend } from '../store/backend.js';
 import { adminRoutes } from './admin-routes.js';
+import { hostCheck } from './guard.js';
 import { dashboardRoutes } from './dashboard.js';
 import { LiveFeed } from './live.js';
 import type { Metrics } from './metrics.js';
@@ -37,6 +38,7 @@ export async function openEndpoint(config: Config, backend: Backend, sidecar: Si
     readiness: () => sidecar.readiness(),
     metrics: async () => ({ contentType: metrics.contentType, body: await metrics.render() }),
   }, log, [
+    hostCheck(config.httpHosts ? config.httpHosts.split(',') : []),
     new LiveFeed(api, (err) => log.warn({ err }, 'dashboard live feed: reading the store failed')),
     adminRoutes(api, admin),
     ...(config.dashboard ? [dashboardRoutes()] : []),

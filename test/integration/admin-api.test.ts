@@ -4,6 +4,7 @@
 // refused read-only, cross-origin, or on a reserved job; bulk actions only
 // after their confirmation; rooms.
 import { execFile } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AdminClient, putBuried, putMany } from '../helpers/admin-http.js';
@@ -33,7 +34,7 @@ describe('the admin API', () => {
     redis = sidecar = undefined;
   });
 
-  async function start(opts: { httpAdminToken?: string; authToken?: string } = { httpAdminToken: TOKEN }) {
+  async function start(opts: { httpAdminToken?: string; authToken?: string; httpHosts?: string } = { httpAdminToken: TOKEN }) {
     redis = await startRedis();
     sidecar = await startRedstalk({ redisUrl: redis.url, http: '127.0.0.1:0', ...opts });
     const w = await wires.dial(sidecar.port, true);
@@ -215,6 +216,23 @@ describe('the admin API', () => {
     expect(await api.call('DELETE', `/api/jobs/${id}`, undefined, { origin: 'http://evil.example' })).toMatchObject({ status: 403 });
     expect(await api.call('DELETE', `/api/jobs/${id}`, undefined, { 'sec-fetch-site': 'cross-site' })).toMatchObject({ status: 403 });
     expect(await api.call('DELETE', `/api/jobs/${id}`, undefined, { origin: `http://${api.address}` })).toMatchObject({ status: 200 });
+  });
+
+  it('answers the API and the page only under an IP address, localhost or a name of --http-hosts (DNS rebinding); the probes under any', async () => {
+    const { api } = await start({ httpAdminToken: TOKEN, httpHosts: 'dash.internal,ops.example' });
+    const as = (host: string, path: string) => new Promise<number>((resolve, reject) => {
+      const [hostname, port] = api.address.split(':');
+      http.get({ hostname, port: Number(port), path, headers: { host } }, (res) => { res.resume(); resolve(res.statusCode!); }).on('error', reject);
+    });
+    expect(await as('evil.example:80', '/api/overview')).toBe(403);
+    expect(await as('evil.example', '/api/events')).toBe(403);
+    expect(await as('evil.example', '/')).toBe(403);
+    expect(await as('evil.example', '/metrics')).toBe(200);
+    expect(await as('evil.example', '/healthz')).toBe(200);
+    expect(await as('dash.internal:11301', '/api/overview')).toBe(200);
+    expect(await as('OPS.example', '/api/overview')).toBe(200);
+    expect(await as('localhost:11301', '/api/overview')).toBe(200);
+    expect(await as('[::1]:11301', '/api/overview')).toBe(200);
   });
 
   it('takes the auth token as the admin token when no admin token is set', async () => {
