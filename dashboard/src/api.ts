@@ -34,7 +34,7 @@ export interface Totals { urgent: number; ready: number; reserved: number; delay
 export interface Sidecar { id: string; counters: Record<string, string>; info: Record<string, string> }
 export interface Tube {
   name: string; urgent: number; ready: number; reserved: number; delayed: number; buried: number;
-  total: number; deleted: number; paused: boolean; pauseLeft: number;
+  total: number; deleted: number; paused: boolean; pauseLeft: number; oldestReadyAge: number | null;
 }
 export interface Body { bytes: number; base64: string; text: string | null }
 export interface Job {

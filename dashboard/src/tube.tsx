@@ -26,8 +26,9 @@ export function TubeView({ name }: { name: string }) {
     get<JobPage>(`${base}/jobs?state=${state}&limit=${LIMIT}&cursor=${enc(cursor)}&q=${enc(query)}`)
       .then((p) => { setPage(p); setError(null); }, (e: Error) => setError(e.message));
   };
-  // Again whenever the pushed counts of the tube change.
-  useEffect(load, [name, state, query, cursor, tube && JSON.stringify(tube)]);
+  // Again whenever the pushed counts of the tube change (not its oldest job's age, which grows by itself).
+  const moved = tube ? [tube.ready, tube.reserved, tube.delayed, tube.buried, tube.total, tube.deleted].join() : '';
+  useEffect(load, [name, state, query, cursor, moved]);
   const restart = () => { setCursors(['']); setBulk(null); };
   const askBulk = (action: 'kick' | 'delete') => post<{ count: number; complete: boolean; confirm: string }>(`${base}/bulk`, { action, state, q: query })
     .then((r) => { setBulk({ action, ...r }); return r; });
@@ -39,6 +40,7 @@ export function TubeView({ name }: { name: string }) {
         <div class="figures">
           <Figure label="ready" value={tube.ready} /><Figure label="urgent" value={tube.urgent} /><Figure label="reserved" value={tube.reserved} />
           <Figure label="delayed" value={tube.delayed} /><Figure label="buried" value={tube.buried} /><Figure label="total" value={tube.total} />
+          <Figure label="oldest ready" value={tube.oldestReadyAge === null ? '-' : `${tube.oldestReadyAge.toFixed(1)}s`} />
           <Figure label="paused" value={tube.paused ? `${tube.pauseLeft}s` : 'no'} />
         </div>
       )}
