@@ -59,6 +59,11 @@ export function useLive(tube?: string): Live | null {
   return live;
 }
 
+/** Changes with the pushes, at most once per `ms`: a dependency for what a push should fetch again, not at every push. */
+export function pushedEvery(live: Live | null, ms: number): number {
+  return live ? Math.floor(live.at / ms) : -1;
+}
+
 /** A body's bytes as hex pairs, 16 a line. */
 export function hex(base64: string): string {
   const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));

@@ -1,6 +1,6 @@
 // Waiting rooms with their state; pause and resume admission.
 import { useEffect, useState } from 'preact/hooks';
-import { enc, get, post, useLive, type Room } from './api.js';
+import { enc, get, post, pushedEvery, useLive, type Room } from './api.js';
 import { Action, ErrorLine } from './ui.js';
 
 export function Rooms() {
@@ -8,7 +8,7 @@ export function Rooms() {
   const [error, setError] = useState<string | null>(null);
   const live = useLive();
   const load = () => get<Room[]>('api/rooms').then((r) => { setRooms(r); setError(null); }, (e: Error) => setError(e.message));
-  useEffect(() => { void load(); }, [live?.at]);
+  useEffect(() => { void load(); }, [pushedEvery(live, 2000)]);
   return (
     <div>
       <ErrorLine error={error} />

@@ -1,10 +1,12 @@
 // Every tube, filtered by name and sorted by any column on the server, a page
 // at a time (10,000 tubes stay quick); refreshed when a push says jobs moved.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { enc, get, useLive, type Tube } from './api.js';
+import { enc, get, pushedEvery, useLive, type Tube } from './api.js';
 import { ErrorLine, Sortable } from './ui.js';
 
 const PAGE = 100;
+/** At most this often a push fetches the page again (sorting 10,000 tubes by a count reads them all). */
+const REFRESH_MS = 2000;
 type Key = 'name' | 'ready' | 'urgent' | 'reserved' | 'delayed' | 'buried' | 'total' | 'oldestReadyAge';
 const COLUMNS: Array<[Key, string]> = [['name', 'tube'], ['ready', 'ready'], ['urgent', 'urgent'], ['reserved', 'reserved'], ['delayed', 'delayed'],
   ['buried', 'buried'], ['total', 'total'], ['oldestReadyAge', 'oldest ready']];
@@ -39,7 +41,7 @@ export function Tubes() {
   useEffect(() => {
     const q = `filter=${enc(filter)}&sort=${sort.key}&order=${sort.desc ? 'desc' : 'asc'}&offset=${offset}&limit=${PAGE}`;
     get<{ total: number; tubes: Tube[] }>(`api/tubes?${q}`).then((p) => { setPage(p); setError(null); }, (e: Error) => setError(e.message));
-  }, [filter, sort, offset, live?.at]);
+  }, [filter, sort, offset, pushedEvery(live, REFRESH_MS)]);
   const onSort = (key: Key) => { setSort((s) => ({ key, desc: s.key === key ? !s.desc : key !== 'name' })); setOffset(0); };
   return (
     <div>
