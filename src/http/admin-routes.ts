@@ -93,8 +93,11 @@ export function sendJson(res: http.ServerResponse, status: number, value: unknow
   res.end(res.req.method === 'HEAD' ? undefined : JSON.stringify(value));
 }
 
-/** `digest`: the admin token's, or null for a read-only API. */
-export function adminRoutes(api: AdminApi, digest: Buffer | null): AdminRoutes {
+/**
+ * `digest`: the admin token's, or null for a read-only API. A call the store
+ * failed answers 503 with why, and is reported to `onError`.
+ */
+export function adminRoutes(api: AdminApi, digest: Buffer | null, onError: (err: unknown) => void): AdminRoutes {
   return {
     async handle(req, res) {
       const url = new URL(req.url ?? '/', 'http://x');
@@ -114,8 +117,11 @@ export function adminRoutes(api: AdminApi, digest: Buffer | null): AdminRoutes {
         const body = method === 'POST' ? await readBody(req) : {};
         sendJson(res, 200, await route[2](api, { segments, query: url.searchParams, body }));
       } catch (err) {
-        if (!(err instanceof AdminError) && !(err instanceof URIError)) throw err;
-        sendJson(res, err instanceof AdminError ? err.status : 400, { error: err.message });
+        if (err instanceof AdminError || err instanceof URIError) sendJson(res, err instanceof AdminError ? err.status : 400, { error: err.message });
+        else {
+          onError(err);
+          sendJson(res, 503, { error: `the store did not answer: ${(err as Error).message}` });
+        }
       }
       return true;
     },

@@ -40,7 +40,7 @@ export async function openEndpoint(config: Config, backend: Backend, sidecar: Si
   }, log, [
     hostCheck(config.httpHosts ? config.httpHosts.split(',') : []),
     new LiveFeed(api, (err) => log.warn({ err }, 'dashboard live feed: reading the store failed')),
-    adminRoutes(api, admin),
+    adminRoutes(api, admin, (err) => log.warn({ err }, 'admin API: the store failed')),
     ...(config.dashboard ? [dashboardRoutes()] : []),
   ]);
   sidecar.closeWith(server.close);

@@ -1,6 +1,7 @@
 // /metrics while Redis is out of reach: still answered, with
 // redstalk_store_up 0 (what the Redis-unreachable alert of
-// deploy/prometheus watches) and no stale job or room series.
+// deploy/prometheus watches) and no stale job or room series; the admin
+// API answers 503 with why.
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseExposition, valueOf } from '../helpers/prometheus.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
@@ -37,6 +38,10 @@ describe.skipIf(onCluster)('/metrics and the store', () => {
     expect(valueOf(down.families, 'redstalk_jobs', { state: 'ready' })).toBeUndefined();
     expect(valueOf(down.families, 'redstalk_connections')).toBe(1);
     expect(valueOf(down.families, 'redstalk_process_cpu_seconds_total')).toBeGreaterThan(0);
+    // The admin API says the same, as JSON.
+    const api = await fetch(`http://${http}/api/tubes`);
+    expect(api.status).toBe(503);
+    expect(((await api.json()) as { error: string }).error).toMatch(/^the store did not answer: /);
     w.close();
   });
 });
