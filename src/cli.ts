@@ -7,6 +7,7 @@ import { loadConfig, type LoadedConfig } from './config/load.js';
 import { renderConfig } from './cli/config-check.js';
 import { addConfigOptions, configInput } from './cli/options.js';
 import { addHealthcheckCommand } from './cli/admin/healthcheck.js';
+import { addJobsCommand } from './cli/admin/jobs.js';
 import { addInspectCommands } from './cli/admin/inspect.js';
 import { addTopCommand } from './cli/admin/top.js';
 import { addReshardCommand } from './cli/admin/reshard.js';
@@ -52,6 +53,7 @@ addTransferCommands(program);
 addReshardCommand(program);
 addTopCommand(program);
 addHealthcheckCommand(program);
+addJobsCommand(program);
 
 const config = program.command('config').description('configuration tools');
 addConfigOptions(config.command('check').description('check the configuration and print the effective settings (exit 2 if invalid)'))

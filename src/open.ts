@@ -21,25 +21,17 @@ export async function openSidecar(config: Config, log: Logger, listener?: Listen
       participantTimeout: config.roomParticipantTimeout, grace: config.roomGrace,
     },
   });
-  // prom-client is loaded only when metrics are asked for.
-  const ops = config.http ? await Promise.all([import('./http/metrics.js'), import('./http/server.js')]) : null;
-  const metrics = ops ? new ops[0].Metrics() : null;
+  // prom-client and the admin API are loaded only when --http asks for them.
+  const endpoint = config.http ? await import('./http/endpoint.js') : null;
+  const metrics = endpoint ? new endpoint.Metrics() : null;
   const sidecar = new Sidecar(config, backend, log, metrics ? [metrics] : []);
   let http: OpsServer | null = null;
   try {
-    if (ops && metrics) {
-      metrics.observe({
-        jobs: backend.jobs, rooms: backend.rooms, counters: sidecar.counters,
-        seriesLimit: config.metricsTubes, draining: () => sidecar.isDraining,
-      });
-      // Up before the sidecar, so that /healthz answers and /readyz says "starting" meanwhile.
-      http = await ops[1].startOpsServer(config.http, {
-        readiness: () => sidecar.readiness(),
-        metrics: async () => ({ contentType: metrics.contentType, body: await metrics.render() }),
-      }, log);
-      sidecar.closeWith(http.close);
-    }
+    // Up before the sidecar, so that /healthz answers and /readyz says "starting" meanwhile.
+    const opened = endpoint && metrics ? await endpoint.openEndpoint(config, backend, sidecar, metrics, log) : null;
+    http = opened?.server ?? null;
     await sidecar.start(listener);
+    opened?.serving();
   } catch (err) {
     await http?.close();
     await backend.close();

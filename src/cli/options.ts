@@ -38,7 +38,7 @@ export function configInput(opts: Record<string, unknown>, env: NodeJS.ProcessEn
   const flags: ConfigInput['flags'] = {};
   for (const name of SETTING_NAMES) {
     const v = opts[ATTRIBUTE[name]];
-    if (typeof v === 'string' || typeof v === 'number') flags[name] = v;
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') flags[name] = v;
   }
   const warnings: string[] = [];
   const fsyncMs = opts.fsyncMs as number | undefined;

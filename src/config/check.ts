@@ -15,7 +15,7 @@ function maskUrl(url: string): string {
 
 /** A setting's value as messages and `config check` show it: secrets masked. */
 export function shown(name: string, value: unknown): unknown {
-  if (name === 'authToken') return value ? '***' : '';
+  if (name === 'authToken' || name === 'httpAdminToken') return value ? '***' : '';
   if (name === 'redisUrl' && typeof value === 'string') return maskUrl(value);
   return value;
 }
@@ -61,6 +61,7 @@ export function checkConfig(values: Partial<Record<string, unknown>>, sources: S
   if (Boolean(config.tlsCert) !== Boolean(config.tlsKey)) throw new ConfigError('invalid configuration: tlsCert and tlsKey go together');
   if (config.tlsCa && !config.tlsCert) throw new ConfigError('invalid configuration: tlsCa (client certificates) needs tlsCert and tlsKey');
   if (config.authToken && config.authTokenFile) throw new ConfigError('invalid configuration: give authToken or authTokenFile, not both');
+  if (config.dashboard && !config.http) throw new ConfigError('invalid configuration: dashboard is served by the http endpoint: set http too');
   if (config.tlsCert && config.listen.startsWith('unix:')) throw new ConfigError('invalid configuration: TLS is for the TCP listener, not unix:PATH');
   const warnings: string[] = [];
   if (config.maxJobSize > LIMITS.maxJobSizeCap) {
@@ -71,8 +72,15 @@ export function checkConfig(values: Partial<Record<string, unknown>>, sources: S
 }
 
 /** A setting's value from its environment variable's text, typed by its schema. */
-export function fromText(name: SettingName, raw: string, where: string): string | number {
-  if (SETTINGS[name].schema.type === 'string') return raw;
+export function fromText(name: SettingName, raw: string, where: string): string | number | boolean {
+  const type = SETTINGS[name].schema.type;
+  if (type === 'string') return raw;
+  if (type === 'boolean') {
+    const v = raw.trim().toLowerCase();
+    if (['true', '1', 'on', 'yes'].includes(v)) return true;
+    if (['false', '0', 'off', 'no'].includes(v)) return false;
+    throw new ConfigError(`${name} must be true or false (got ${JSON.stringify(raw)}) (from ${where})`);
+  }
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(`${name} must be a whole number (got ${JSON.stringify(raw)}) (from ${where})`);
   return Number(raw.trim());
 }

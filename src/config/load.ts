@@ -6,7 +6,7 @@ import { envName, SETTING_NAMES, type Config, type SettingName } from './setting
 
 export interface ConfigInput {
   /** Values given on the command line, by setting name. */
-  flags: Partial<Record<SettingName, string | number>>;
+  flags: Partial<Record<SettingName, string | number | boolean>>;
   env: NodeJS.ProcessEnv;
   /** --config or REDSTALK_CONFIG. */
   file?: string;

@@ -9,7 +9,7 @@ interface Row<T> {
   /** commander's flag syntax: short and long name, and the value placeholder. */
   readonly flag: string;
   readonly default: T;
-  readonly schema: Record<string, unknown> & { type: 'integer' | 'string' };
+  readonly schema: Record<string, unknown> & { type: 'integer' | 'string' | 'boolean' };
   readonly help: string;
 }
 
@@ -17,6 +17,8 @@ const integer = (flag: string, def: number, minimum: number, maximum: number, he
   ({ flag, default: def, schema: { type: 'integer', minimum, maximum }, help });
 const text = (flag: string, def: string, schema: Record<string, unknown>, help: string): Row<string> =>
   ({ flag, default: def, schema: { type: 'string', ...schema }, help });
+/** A switch: on when its flag is given (in the environment or a file: true/false, 1/0, on/off). */
+const toggle = (flag: string, help: string): Row<boolean> => ({ flag, default: false, schema: { type: 'boolean' }, help });
 const choice = <T extends string>(flag: string, def: T, values: readonly T[], help: string): Row<T> =>
   ({ flag, default: def, schema: { type: 'string', enum: values }, help });
 
@@ -74,7 +76,12 @@ export const SETTINGS = {
   authTokenFile: text('--auth-token-file <file>', '', {}, 'read the auth token from this file (its first line)'),
   maxConnections: integer('--max-connections <n>', 0, 0, 1_000_000, 'connections over this many are closed at once (0: no limit)'),
   http: text('--http <addr:port>', '', { pattern: '^(.+:[0-9]+)?$' },
-    'serve /healthz, /readyz and /metrics over HTTP on this address (off when empty)'),
+    'serve /healthz, /readyz, /metrics and the admin API (/api/, protocol/admin-api.yaml) over HTTP on this address (off when empty)'),
+  httpAdminToken: text('--http-admin-token <token>', '', { pattern: '^[\\x21-\\x7e]{0,217}$' },
+    'allow changes through the --http admin API (kick, delete, pause, bulk actions) to requests with `Authorization: Bearer <token>`; without it (nor --auth-token) the API is read-only (prefer REDSTALK_HTTP_ADMIN_TOKEN: a flag shows in ps)'),
+  httpHosts: text('--http-hosts <names>', '', { pattern: '^(\\*|[A-Za-z0-9.-]+(,[A-Za-z0-9.-]+)*)?$' },
+    'host names, comma-separated, under which the admin API and dashboard also answer, besides IP addresses and localhost (a page of another name is refused: DNS rebinding); * for any'),
+  dashboard: toggle('--dashboard', 'serve the dashboard at / of --http: overview, tubes, jobs, rooms, live by server-sent events (changes need --http-admin-token)'),
   metricsTubes: integer('--metrics-tubes <n>', 1000, 0, 1_000_000,
     'at most this many tubes and rooms, each, get series of their own in /metrics (the totals count all)'),
   roomCapacity: room('--room-capacity <n>', 'capacity', 100, 'people inside at once'),

@@ -21,6 +21,9 @@ export interface MetricsSource {
 
 const STATES = ['urgent', 'ready', 'reserved', 'delayed', 'buried'] as const satisfies ReadonlyArray<keyof TubeCounts>;
 
+/** The gauges read from the store (emptied when it does not answer). */
+const STORE_GAUGES = ['jobs', 'tubes', 'tubeJobs', 'tubeTotal', 'oldestReady', 'rooms', 'participants', 'roomWaiting', 'admitted', 'dropouts'] as const;
+
 export class Metrics implements Instruments {
   readonly registry = new Registry();
   private source: MetricsSource | null = null;
@@ -50,10 +53,12 @@ export class Metrics implements Instruments {
       waiting: gauge('redstalk_waiting', 'Connections of this sidecar blocked in a reserve'),
       connectionsTotal: gauge('redstalk_connections_accepted', 'Connections this sidecar accepted since it started'),
       draining: gauge('redstalk_draining', '1 in drain mode (new puts answer DRAINING)'),
+      storeUp: gauge('redstalk_store_up', '1 when Redis answered this scrape\'s reads, else 0 (and no job or room series)'),
       jobs: gauge('redstalk_jobs', 'Jobs in the store by state, all tubes', ['state']),
       tubes: gauge('redstalk_tubes', 'Tubes in the store'),
       tubeJobs: gauge('redstalk_tube_jobs', 'Jobs by tube and state (the first --metrics-tubes tubes)', ['tube', 'state']),
       tubeTotal: gauge('redstalk_tube_jobs_created', 'Jobs ever put into the tube', ['tube']),
+      oldestReady: gauge('redstalk_tube_oldest_ready_age_seconds', 'Seconds since the tube\'s oldest ready job was put (tubes with ready jobs, of the first --metrics-tubes)', ['tube']),
       rooms: gauge('redstalk_rooms', 'Waiting rooms in the store'),
       participants: gauge('redstalk_room_participants', 'People inside the room', ['room']),
       roomWaiting: gauge('redstalk_room_waiting', 'People in the room\'s line', ['room']),
@@ -78,13 +83,33 @@ export class Metrics implements Instruments {
 
   get contentType(): string { return this.registry.contentType; }
 
+  /** Batch calls made so far and their mean size in job commands (from the batch histogram). */
+  async batchSummary(): Promise<{ calls: number; meanOps: number }> {
+    const values = (await this.batchOps.get()).values;
+    const calls = values.find((v) => v.metricName === 'redstalk_batch_ops_count')?.value ?? 0;
+    const ops = values.find((v) => v.metricName === 'redstalk_batch_ops_sum')?.value ?? 0;
+    return { calls, meanOps: calls > 0 ? ops / calls : 0 };
+  }
+
   /** The exposition text, after reading the store. */
   async render(): Promise<string> {
-    if (this.source) await this.refresh(this.source);
+    const s = this.source;
+    if (s) {
+      this.refreshOwn(s);
+      try {
+        await this.readStore(s);
+        this.gauges.storeUp!.set(1);
+      } catch {
+        // Redis out of reach: say so (an alert's figure), and show no stale job or room series.
+        this.gauges.storeUp!.set(0);
+        for (const k of STORE_GAUGES) this.gauges[k]!.reset();
+      }
+    }
     return this.registry.metrics();
   }
 
-  private async refresh(s: MetricsSource): Promise<void> {
+  /** This sidecar's own figures: no store call. */
+  private refreshOwn(s: MetricsSource): void {
     const g = this.gauges;
     const c = s.counters;
     g.connections!.set(c.connections);
@@ -93,12 +118,19 @@ export class Metrics implements Instruments {
     g.waiting!.set(c.waiting);
     g.connectionsTotal!.set(c.totalConnections);
     g.draining!.set(s.draining() ? 1 : 0);
+  }
+
+  /** The figures of the whole data set, read from the store. */
+  private async readStore(s: MetricsSource): Promise<void> {
+    const g = this.gauges;
     const [names, roomNames, totals] = await Promise.all([s.jobs.listTubes(), s.rooms.list(), s.jobs.totals()]);
     const shown = names.slice(0, s.seriesLimit);
-    const counts = await s.jobs.tubeCounts(shown);
+    const [counts, oldest] = await Promise.all([s.jobs.tubeCounts(shown), s.jobs.oldestReady(shown)]);
     g.tubes!.set(totals.tubes);
     g.tubeJobs!.reset();
     g.tubeTotal!.reset();
+    g.oldestReady!.reset();
+    for (const [tube, ms] of oldest) g.oldestReady!.set({ tube }, ms / 1000);
     for (const state of STATES) g.jobs!.set({ state }, totals[state]);
     for (const name of shown) {
       const t = counts.tubes.get(name);

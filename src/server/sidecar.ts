@@ -31,7 +31,7 @@ export type SidecarConfig = Pick<Config, 'listen' | 'port' | 'maxJobSize' | 'hea
   | 'tlsCert' | 'tlsKey' | 'tlsCa' | 'maxConnections' | 'authToken' | 'authTokenFile'>;
 
 /** The configured auth token's digest (from the setting or its file), or null when connections need none. */
-function authDigest(config: SidecarConfig): Buffer | null {
+export function authDigest(config: Pick<Config, 'authToken' | 'authTokenFile'>): Buffer | null {
   let token = config.authToken;
   if (config.authTokenFile) {
     try {

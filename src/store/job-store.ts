@@ -27,6 +27,32 @@ export interface JobTotals {
 
 export interface PeekedJob { id: string; body: Buffer }
 
+/** A page of a tube's jobs in one state (the admin API's listings and searches; lua/jobs/listJobs.lua). */
+export interface JobQuery {
+  state: JobState;
+  /** '' from the start, else a page's `next`. */
+  cursor: string;
+  /** Most jobs in the page. */
+  limit: number;
+  /** Most jobs looked at (a search's bound): a page may stop short of `limit` and still have a `next`. */
+  scan: number;
+  /** Only jobs whose id is this or whose body holds it; empty: every job. */
+  needle: Buffer;
+  /** Body bytes returned per job. */
+  preview: number;
+}
+
+/** A job of a page: its stats, who holds it ('' unless reserved), and its body's first bytes. */
+export interface ListedJob extends JobInfo { holder: string; body: Buffer }
+
+export interface JobPage {
+  jobs: ListedJob[];
+  /** Where the next page starts; '' when the state's jobs were read to their end. */
+  next: string;
+  /** Jobs looked at for this page. */
+  scanned: number;
+}
+
 export type PeekState = 'ready' | 'delayed' | 'buried';
 
 /** A counters snapshot of a sidecar, as published with its heartbeat. */
@@ -53,6 +79,10 @@ export interface JobCalls {
   peekJob(id: string): Promise<PeekedJob | null>;
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null>;
   jobInfo(id: string): Promise<JobInfo | null>;
+  /** The age (ms since put) of each named tube's oldest ready job; tubes with none ready are left out. */
+  oldestReady(names: readonly string[]): Promise<Map<string, number>>;
+  /** A page of the tube's jobs in one state, in that state's order. */
+  listJobs(tube: string, query: JobQuery): Promise<JobPage>;
   /** Counts of the named tubes (only those that exist) plus the global totals. */
   tubeCounts(names: readonly string[]): Promise<TotalCounts>;
   totals(): Promise<JobTotals>;
@@ -65,10 +95,24 @@ export interface JobCalls {
   forgetNode(node: string): Promise<void>;
   /** Sidecars by whether their lease is current (judged on the store's clock). */
   nodes(): Promise<{ live: string[]; dead: string[] }>;
-  nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]>;
+  /** Their counters snapshots: whole, or only these fields (a snapshot holds fields per tube too). */
+  nodeSnapshots(nodes: readonly string[], fields?: readonly string[]): Promise<NodeSnapshot[]>;
 
   /** How many of these connections' watch lists, as reserves kept them (JobOp.watch), hold the tube. */
   watchListsWith(tube: string, owners: readonly string[]): Promise<number>;
+
+  /**
+   * Keeps a sample (a JSON object) of the dashboard's history, unless the
+   * slot of `slotMs` it falls in (on the store's clock) has one; at most
+   * `keep` samples stay. Whether it was kept.
+   */
+  recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean>;
+  /** The samples kept, oldest first, each with its slot's start as "t" (ms). */
+  history(): Promise<string[]>;
+  /** What a sidecar says of itself (for the dashboard), kept for ttlMs. */
+  publishNodeInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void>;
+  /** What these sidecars said of themselves ({} for one that said nothing lately). */
+  nodeInfo(nodes: readonly string[]): Promise<NodeSnapshot[]>;
 
   /** Moves due delayed jobs and expired reservations to ready; ms until the next is due, or -1. */
   promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }>;

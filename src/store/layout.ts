@@ -93,6 +93,8 @@ export class ShardKeys {
   readonly bodies: string;
   /** A key that never exists, in the shard's slot: a call that looks it up learns whether the node serves the slot whole. */
   readonly slotProbe: string;
+  /** The dashboard's samples of the last hour (lua/jobs/history.lua; shard 0's only). */
+  readonly history: string;
   private tubeKeys = new Map<string, readonly string[]>();
 
   constructor(tag: string, readonly shard: number, readonly shards: number) {
@@ -109,6 +111,7 @@ export class ShardKeys {
     this.globals = [`${t}:jobs`, `${t}:tube-names`, this.delayed, this.reserved, this.stats, this.tubes, this.nodes, `${t}:seq`, this.readyTubes, this.bodies];
     this.events = `${t}:events`;
     this.rooms = `${t}:rooms`;
+    this.history = `${t}:history`;
   }
 
   /** The 5 keys of a tube, in the order job scripts expect them (cached: every batch needs them). */
@@ -126,6 +129,11 @@ export class ShardKeys {
   /** A sidecar's counters snapshot (lua/jobs/heartbeat.lua). */
   node(id: string): string {
     return `${this.tag}:node:${id}`;
+  }
+
+  /** What a sidecar with --http says of itself for the dashboard (version, batch sizes), expiring with it. */
+  nodeInfo(id: string): string {
+    return `${this.tag}:node-info:${id}`;
   }
 
   /** A connection's stored watch list (owner "<node>:<connection>"; lua/jobs/batch.lua 's'). */

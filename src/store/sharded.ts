@@ -10,7 +10,7 @@
 // renewed in every shard, since each shard's scripts judge tube references by it.
 import { Batcher, LinkFlush, type BatchLimits, type Taken } from './batcher.js';
 import type { StoreError } from './errors.js';
-import type { BatchObserver, JobCalls, JobInfo, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
+import type { BatchObserver, JobCalls, JobInfo, JobPage, JobQuery, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
 import { jobOps, OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js';
 import { reserveAcross, type TubeParts } from './reserve-across.js';
 
@@ -234,6 +234,7 @@ export class ShardedJobStore implements JobStore {
   peekJob(id: string): Promise<PeekedJob | null> { return this.ofId(id).peekJob(id); }
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null> { return this.ofTube(tube).peekTube(tube, state); }
   jobInfo(id: string): Promise<JobInfo | null> { return this.ofId(id).jobInfo(id); }
+  listJobs(tube: string, query: JobQuery): Promise<JobPage> { return this.ofTube(tube).listJobs(tube, query); }
   refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void> { return this.ofTube(tube).refTube(tube, node, delta); }
   watchListsWith(tube: string, owners: readonly string[]): Promise<number> { return this.ofTube(tube).watchListsWith(tube, owners); }
 
@@ -255,6 +256,12 @@ export class ShardedJobStore implements JobStore {
       return c ? [[name, c] as const] : [];
     }));
     return { tubes, totalJobs: sum(counted.map((c) => c.totalJobs)), jobTimeouts: sum(counted.map((c) => c.jobTimeouts)) };
+  }
+
+  async oldestReady(names: readonly string[]): Promise<Map<string, number>> {
+    const groups = byShard(names, (name) => this.map.ofTube(name));
+    const found = await this.each((s, i) => s.oldestReady(groups.get(i) ?? []));
+    return new Map(found.flatMap((m) => [...m]));
   }
 
   async totals(): Promise<JobTotals> {
@@ -285,7 +292,11 @@ export class ShardedJobStore implements JobStore {
   }
 
   nodes(): Promise<{ live: string[]; dead: string[] }> { return this.shards[0]!.nodes(); }
-  nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeSnapshots(nodes); }
+  recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean> { return this.shards[0]!.recordHistory(sample, slotMs, keep); }
+  history(): Promise<string[]> { return this.shards[0]!.history(); }
+  publishNodeInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void> { return this.shards[0]!.publishNodeInfo(node, info, ttlMs); }
+  nodeInfo(nodes: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeInfo(nodes); }
+  nodeSnapshots(nodes: readonly string[], fields?: readonly string[]): Promise<NodeSnapshot[]> { return this.shards[0]!.nodeSnapshots(nodes, fields); }
 
   /** Every shard's due jobs; the soonest next due time of any. */
   async promoteDue(limit: number): Promise<{ moved: number; nextDueMs: number }> {

@@ -178,6 +178,54 @@ export function describeJobStore(name: string, open: () => Promise<OpenedStore>)
       expect((await store.nodes()).dead).toEqual([]);
     });
 
+    it('lists a tube\'s jobs by state a page at a time, each once, with holders, and finds a needle within a bound', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 7; i++) ids.push(await put('listed', i % 2 ? 5 : 1, 0, 60, `body ${i}`));
+      const page = (state: 'ready' | 'reserved', cursor: string, limit: number, scan = 100, needle = '') =>
+        store.listJobs('listed', { state, cursor, limit, scan, needle: Buffer.from(needle), preview: 4 });
+      const seen: string[] = [];
+      let cursor = '';
+      do {
+        const p = await page('ready', cursor, 3);
+        seen.push(...p.jobs.map((j) => j.id));
+        cursor = p.next;
+      } while (cursor !== '');
+      expect(seen).toEqual([0, 2, 4, 6, 1, 3, 5].map((i) => ids[i]));
+      const first = (await page('ready', '', 1)).jobs[0]!;
+      expect(first).toMatchObject({ id: ids[0], tube: 'listed', state: 'ready', pri: 1, holder: '', body: Buffer.from('body') });
+      const held = await reserve(A, 'listed');
+      expect(held).toMatchObject({ id: ids[0] });
+      expect((await page('reserved', '', 10)).jobs.map((j) => [j.id, j.holder])).toEqual([[ids[0], A]]);
+      expect((await page('ready', '', 10, 100, 'body 5')).jobs.map((j) => j.id)).toEqual([ids[5]]);
+      expect(await page('ready', '', 10, 2, 'body 5')).toMatchObject({ jobs: [], scanned: 2 });
+      expect(await store.listJobs('nothing', { state: 'buried', cursor: '', limit: 5, scan: 5, needle: Buffer.alloc(0), preview: 0 })).toEqual({ jobs: [], next: '', scanned: 0 });
+    });
+
+    it('tells the age of each tube\'s oldest ready job, over every priority, and of none for a tube with none ready', async () => {
+      await put('aging', 900);
+      await new Promise((r) => setTimeout(r, 50));
+      await put('aging', 1);
+      await put('waiting', 0, 60);
+      const ages = await store.oldestReady(['aging', 'waiting', 'none']);
+      expect([...ages.keys()]).toEqual(['aging']);
+      expect(ages.get('aging')).toBeGreaterThanOrEqual(50);
+    });
+
+    it('keeps one history sample a slot, a bounded number of them, and what sidecars say of themselves for a while', async () => {
+      expect(await store.recordHistory('{"a":1}', 60_000, 2)).toBe(true);
+      expect(await store.recordHistory('{"a":2}', 60_000, 2)).toBe(false);
+      const [kept] = (await store.history()).map((h) => JSON.parse(h) as { t: number; a: number });
+      expect(kept).toMatchObject({ a: 1 });
+      expect(kept!.t % 60_000).toBe(0);
+      await store.publishNodeInfo('n1', { version: '1.2.3', 'batch-calls': 7 }, 60_000);
+      expect(await store.nodeInfo(['n1', 'n2'])).toEqual([{ version: '1.2.3', 'batch-calls': '7' }, {}]);
+      await store.publishNodeInfo('n1', { version: '1.2.4' }, 30);
+      await new Promise((r) => setTimeout(r, 60));
+      expect(await store.nodeInfo(['n1'])).toEqual([{}]);
+      await store.heartbeat('n1', 60_000, ['current-connections', 3, 'watching:t', 2]);
+      expect(await store.nodeSnapshots(['n1'], ['current-connections', 'cmd-put'])).toEqual([{ 'current-connections': '3' }]);
+    });
+
     it('reaps only a lapsed lease: a sidecar that renewed its own keeps it and its reservations, and a renewal after a lapse says so', async () => {
       await store.heartbeat('n3', 60_000, []);
       const id = await put('t');

@@ -107,6 +107,19 @@ describe('record format: large bodies apart', () => {
     redis.disconnect();
   });
 
+  it('lists and searches jobs whose bodies are kept apart (the admin API)', async () => {
+    const { redis, store } = await raisedStore();
+    const needle = Buffer.concat([Buffer.alloc(2000, 'a'), Buffer.from('needle'), Buffer.alloc(100, 'a')]);
+    const [plain] = await put(store, BIG);
+    const [found] = await put(store, needle);
+    const query = { state: 'ready' as const, cursor: '', limit: 10, scan: 100, needle: Buffer.from('needle'), preview: 16 };
+    const page = await store.listJobs('t', query);
+    expect(page.jobs.map((j) => [j.id, j.body.toString()])).toEqual([[found, 'a'.repeat(16)]]);
+    const all = await store.listJobs('t', { ...query, needle: Buffer.alloc(0) });
+    expect(all.jobs.map((j) => j.id)).toEqual([plain, found]);
+    redis.disconnect();
+  });
+
   it('a forgotten sidecar takes its recorded format with it', async () => {
     const { redis, keys, store } = await raisedStore();
     expect(await redis.hget(`${keys.tag}:node-formats`, 'n1')).toBe('2');

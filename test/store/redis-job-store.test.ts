@@ -184,7 +184,7 @@ describe('Redis job store', () => {
 
   it('registers the no-writes scripts read-only (FCALL_RO), and every other one as a writer', () => {
     const readOnly = buildLibrary().functions.filter((f) => f.readOnly).map((f) => f.name).sort();
-    expect(readOnly).toEqual(['jobTube', 'list', 'peekJob', 'peekTube', 'state', 'tubeCounts']);
+    expect(readOnly).toEqual(['jobTube', 'list', 'listJobs', 'oldestReady', 'peekJob', 'peekTube', 'state', 'tubeCounts']);
     expect(buildLibrary().functions.filter((f) => f.flags.includes('no-writes')).map((f) => f.name).sort()).toEqual(readOnly);
   });
 

@@ -15,8 +15,9 @@ import { createServer } from '../../src/index.js';
 import { ROOT } from '../helpers/redstalk.js';
 
 /** A valid value for each setting that is not its default. */
-function otherValue(name: SettingName): string | number {
+function otherValue(name: SettingName): string | number | boolean {
   const s = SETTINGS[name].schema as { type: string; minimum?: number; maximum?: number; enum?: string[] };
+  if (s.type === 'boolean') return true;
   if (s.enum) return s.enum.find((v) => v !== DEFAULTS[name])!;
   if (s.type === 'integer') {
     const v = (s.minimum ?? 0) + 1;
@@ -67,6 +68,15 @@ describe('the settings table', () => {
   it('warns of a REDSTALK_ variable that is no setting (a typo would leave the default)', async () => {
     const { warnings } = await loadConfig({ flags: {}, env: { REDSTALK_PROT: '1', REDSTALK_SERVER: 'x:1' } });
     expect(warnings).toEqual([expect.stringMatching(/^REDSTALK_PROT is not a setting \(ignored\)/)]);
+  });
+
+  it('reads a switch from the environment as true/false, 1/0, on/off or yes/no, and refuses anything else', async () => {
+    for (const [text, on] of [['on', true], ['1', true], ['YES', true], ['false', false], ['off', false], ['0', false]] as const) {
+      expect((await loadConfig({ flags: {}, env: { REDSTALK_DASHBOARD: text, REDSTALK_HTTP: '127.0.0.1:1' } })).config.dashboard).toBe(on);
+    }
+    await expect(loadConfig({ flags: {}, env: { REDSTALK_DASHBOARD: 'maybe' } })).rejects.toThrow(/dashboard must be true or false \(got "maybe"\) \(from REDSTALK_DASHBOARD\)/);
+    expect(() => checkConfig({ dashboard: true })).toThrow(/dashboard is served by the http endpoint/);
+    expect(() => checkConfig({ httpAdminToken: 'has space secret' })).toThrow(/\(got "\*\*\*"\)/);
   });
 
   it('never shows a secret in an error: a bad auth token or a Redis URL with a password is masked', () => {

@@ -28,7 +28,7 @@ export async function withClient<T>(opts: AdminOptions, body: (c: Client) => Pro
   }
 }
 
-export function print(opts: AdminOptions, value: unknown, text: () => string): void {
+export function print(opts: { json?: boolean }, value: unknown, text: () => string): void {
   process.stdout.write(opts.json ? `${JSON.stringify(value)}\n` : `${text()}\n`);
 }
 

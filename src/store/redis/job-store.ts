@@ -3,7 +3,7 @@
 // keys in KEYS and time from Redis. Reads that
 // need no atomicity use plain commands.
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
-import type { JobInfo, JobState, JobTotals, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
+import type { JobInfo, JobPage, JobQuery, JobState, JobTotals, ListedJob, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { BatchEncoder, decodeBatch, LEASE_LAPSED, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
 import { sendEncoded } from './encoded-call.js';
@@ -23,6 +23,12 @@ export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'dela
   'totalJobs', 'cmdDelete', 'cmdPauseTube', 'pause', 'pauseLeftUs'] as const;
 
 const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
+
+/** A job_reply (includes/jobs.lua) as a JobInfo. */
+function jobInfoOf(r: ReadonlyArray<string | number>): JobInfo {
+  const v = Object.fromEntries(JOB_INFO_REPLY.map((name, i) => [name, Number(r[i])])) as Record<(typeof JOB_INFO_REPLY)[number], number>;
+  return { ...v, id: String(r[0]), tube: String(r[1]), state: STATES[v.state - 1]! };
+}
 
 export type Args = Array<string | number | Buffer>;
 
@@ -303,9 +309,25 @@ export class RedisJobStore implements ShardStore {
 
   async jobInfo(id: string): Promise<JobInfo | null> {
     const r = (await this.run('peekJob', [], [id, '0'])) as Array<string | number>;
-    if (r.length === 0) return null;
-    const v = Object.fromEntries(JOB_INFO_REPLY.map((name, i) => [name, Number(r[i])])) as Record<(typeof JOB_INFO_REPLY)[number], number>;
-    return { ...v, id: String(r[0]), tube: String(r[1]), state: STATES[v.state - 1]! };
+    return r.length === 0 ? null : jobInfoOf(r);
+  }
+
+  async oldestReady(names: readonly string[]): Promise<Map<string, number>> {
+    if (names.length === 0) return new Map();
+    const ages = (await this.run('oldestReady', names, [...names])) as number[];
+    return new Map(names.flatMap((name, i) => (ages[i]! >= 0 ? [[name, ages[i]!] as const] : [])));
+  }
+
+  async listJobs(tube: string, q: JobQuery): Promise<JobPage> {
+    const r = (await this.run('listJobs', [tube], [tube, q.state, q.cursor, q.limit, q.scan, q.needle, q.preview], true)) as unknown[];
+    const width = JOB_INFO_REPLY.length + 2;
+    const jobs: ListedJob[] = [];
+    for (let at = 2; at < r.length; at += width) {
+      const row = r.slice(at, at + width);
+      jobs.push({ ...jobInfoOf(row.slice(0, JOB_INFO_REPLY.length).map((v) => (typeof v === 'number' ? v : text(v)))),
+        holder: text(row[width - 2]), body: row[width - 1] as Buffer });
+    }
+    return { jobs, next: text(r[0]), scanned: r[1] as number };
   }
 
   async tubeCounts(names: readonly string[]): Promise<TotalCounts> {
@@ -344,6 +366,26 @@ export class RedisJobStore implements ShardStore {
     await this.call('forgetNode', [...this.keys.globals, this.keys.node(node), this.keys.watchLists(node)], [node]);
   }
 
+  async recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean> {
+    return (await this.call('history', [this.keys.history], [slotMs, keep, sample])) === 1;
+  }
+
+  history(): Promise<string[]> {
+    return mapped(this.redis.zrange(this.keys.history, 0, -1));
+  }
+
+  async publishNodeInfo(node: string, info: Readonly<Record<string, string | number>>, ttlMs: number): Promise<void> {
+    const key = this.keys.nodeInfo(node);
+    await pipelined(this.redis.pipeline().del(key).hset(key, info).pexpire(key, ttlMs));
+  }
+
+  async nodeInfo(nodes: readonly string[]): Promise<NodeSnapshot[]> {
+    if (nodes.length === 0) return [];
+    const p = this.redis.pipeline();
+    for (const n of nodes) p.hgetall(this.keys.nodeInfo(n));
+    return ((await pipelined(p)) as Array<NodeSnapshot | null>).map((v) => v ?? {});
+  }
+
   async nodes(): Promise<{ live: string[]; dead: string[] }> {
     // A pipeline, not MULTI: Redis refuses MULTI when out of memory, and these are reads.
     // (Not the tombstones of sidecars reaped or gone, below 0: forgetNode.lua.)
@@ -355,11 +397,19 @@ export class RedisJobStore implements ShardStore {
     return { live, dead };
   }
 
-  async nodeSnapshots(nodes: readonly string[]): Promise<NodeSnapshot[]> {
+  async nodeSnapshots(nodes: readonly string[], fields?: readonly string[]): Promise<NodeSnapshot[]> {
     if (nodes.length === 0) return [];
     const p = this.redis.pipeline();
-    for (const n of nodes) p.hgetall(this.keys.node(n));
-    return ((await pipelined(p)) as Array<NodeSnapshot | null>).map((v) => v ?? {});
+    for (const n of nodes) {
+      if (fields) p.hmget(this.keys.node(n), ...fields);
+      else p.hgetall(this.keys.node(n));
+    }
+    const replies = (await pipelined(p)) as Array<NodeSnapshot | Array<string | null> | null>;
+    if (!fields) return replies.map((v) => (v as NodeSnapshot | null) ?? {});
+    return replies.map((v) => Object.fromEntries(fields.flatMap((f, i) => {
+      const value = (v as Array<string | null>)[i];
+      return value === null || value === undefined ? [] : [[f, value]];
+    })));
   }
 
   /**

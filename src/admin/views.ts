@@ -1,0 +1,48 @@
+// The admin API's JSON shapes of the store's values: ages and times left in
+// seconds (as stats-job), bodies as base64 plus their text when they are
+// valid UTF-8 (a page escapes that text; it never renders it as markup).
+import type { JobInfo, ListedJob, TubeCounts } from '../store/job-store.js';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+export interface BodyView { bytes: number; base64: string; text: string | null }
+
+export function bodyView(body: Buffer): BodyView {
+  let text: string | null;
+  try { text = utf8.decode(body); } catch { text = null; }
+  return { bytes: body.length, base64: body.toString('base64'), text };
+}
+
+export interface JobView {
+  id: string; tube: string; state: string; pri: number; age: number; delay: number; ttr: number;
+  timeLeft: number; reserves: number; timeouts: number; releases: number; buries: number; kicks: number;
+}
+
+export function jobView(j: JobInfo): JobView {
+  return {
+    id: j.id, tube: j.tube, state: j.state, pri: j.pri, age: Math.floor(j.ageMs / 1000), delay: j.delay, ttr: j.ttr,
+    timeLeft: Math.floor(j.timeLeftUs / 1_000_000), reserves: j.reserves, timeouts: j.timeouts, releases: j.releases,
+    buries: j.buries, kicks: j.kicks,
+  };
+}
+
+/** A job of a listing: its body's first bytes only (`preview`). */
+export function listedView(j: ListedJob): JobView & { holder: string; preview: BodyView } {
+  return { ...jobView(j), holder: j.holder, preview: bodyView(j.body) };
+}
+
+export interface TubeView {
+  name: string; urgent: number; ready: number; reserved: number; delayed: number; buried: number;
+  total: number; deleted: number; paused: boolean; pauseLeft: number;
+  /** Seconds since the oldest ready job was put; null when none is ready. */
+  oldestReadyAge: number | null;
+}
+
+export function tubeView(name: string, c: TubeCounts, oldestReadyMs: number | undefined): TubeView {
+  const pauseLeft = Math.floor(c.pauseLeftUs / 1_000_000);
+  return {
+    name, urgent: c.urgent, ready: c.ready, reserved: c.reserved, delayed: c.delayed, buried: c.buried,
+    total: c.totalJobs, deleted: c.cmdDelete, paused: c.pauseLeftUs > 0, pauseLeft,
+    oldestReadyAge: oldestReadyMs === undefined ? null : oldestReadyMs / 1000,
+  };
+}
