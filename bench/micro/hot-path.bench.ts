@@ -65,7 +65,7 @@ function connection(): { feed(data: Buffer): void; written(): number } {
   const host: ConnectionHost = {
     dispatcher: new Dispatcher(services), log: pino({ level: 'silent' }), instruments: null, authRequired: false,
     submit: (op) => op.done(op, String(++id), null),
-    dueIn: none, becameProducer: none, becameWorker: none, halfClosed: none, closed: none, strayed: none,
+    dueIn: none, becameProducer: none, becameWorker: none, halfClosed: none, closed: none, strayed: none, jobTimed: none,
   };
   new Connection(1, 'bench', socket as unknown as net.Socket, host);
   return { feed: (data) => socket.emit('data', data), written: () => written };

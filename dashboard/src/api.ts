@@ -35,6 +35,14 @@ export interface Sidecar { id: string; counters: Record<string, string>; info: R
 export interface Tube {
   name: string; urgent: number; ready: number; reserved: number; delayed: number; buried: number;
   total: number; deleted: number; paused: boolean; pauseLeft: number; oldestReadyAge: number | null;
+  /** One tube's page only: how long its jobs waited ready and ran (ms), all live sidecars. */
+  latency?: Record<'wait' | 'run', { count: number; p50: number | null; p99: number | null }>;
+}
+
+/** A time in ms, shown in its unit. */
+export function duration(ms: number | null): string {
+  if (ms === null) return '-';
+  return ms < 1000 ? `${ms.toFixed(ms < 10 ? 1 : 0)} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
 }
 export interface Body { bytes: number; base64: string; text: string | null }
 export interface Job {

@@ -7,6 +7,8 @@ import { get, type Live } from './api.js';
 export interface Sample {
   t: number; ready: number; reserved: number; delayed: number; buried: number; timeouts: number; jobs: number;
   put: number; reserve: number; delete: number; connections: number; sidecars: number; oldest: Record<string, number>;
+  /** ms, [p50, p99] of the sample's window, by tube (older samples have none). */
+  latency?: Record<string, Record<'wait' | 'run', [number | null, number | null]>>;
 }
 
 const SLOT_MS = 10_000;
@@ -52,6 +54,9 @@ function Chart({ title, samples, series }: { title: string; samples: Sample[]; s
 export function Charts({ samples }: { samples: Sample[] }) {
   if (samples.length < 2) return <p class="muted">The charts fill in as samples come (one every 10 s, kept for an hour in Redis).</p>;
   const tubes = [...new Set(samples.flatMap((s) => Object.keys(s.oldest)))].slice(0, 5);
+  const timed = [...new Set(samples.flatMap((s) => Object.keys(s.latency ?? {})))].slice(0, 5);
+  const percentile = (kind: 'wait' | 'run', at: 0 | 1): Array<[string, Array<number | null>]> =>
+    timed.map((t) => [`${t} p${at === 0 ? 50 : 99}`, samples.map((s) => s.latency?.[t]?.[kind][at] ?? null)]);
   return (
     <div class="charts">
       <Chart title="throughput (jobs/s)" samples={samples} series={[
@@ -60,6 +65,8 @@ export function Charts({ samples }: { samples: Sample[] }) {
       ]} />
       <Chart title="jobs by state" samples={samples} series={(['ready', 'reserved', 'delayed', 'buried'] as const).map((k) => [k, samples.map((s) => s[k])])} />
       <Chart title="oldest ready job (s)" samples={samples} series={tubes.map((t) => [t, samples.map((s) => s.oldest[t] ?? null)])} />
+      <Chart title="wait: ready to reserved (ms)" samples={samples} series={[...percentile('wait', 0), ...percentile('wait', 1)]} />
+      <Chart title="run: reserved to deleted (ms)" samples={samples} series={[...percentile('run', 0), ...percentile('run', 1)]} />
     </div>
   );
 }

@@ -1,7 +1,7 @@
 // One tube: its counts (pushed live), its jobs by state a page at a time
 // (the API's cursor), a search within it, actions, and a job's detail.
 import { useEffect, useState } from 'preact/hooks';
-import { del, enc, get, post, useLive, type JobPage } from './api.js';
+import { del, duration, enc, get, post, useLive, type JobPage } from './api.js';
 import { JobDetail } from './job.js';
 import { Action, ErrorLine, Figure } from './ui.js';
 
@@ -41,6 +41,9 @@ export function TubeView({ name }: { name: string }) {
           <Figure label="ready" value={tube.ready} /><Figure label="urgent" value={tube.urgent} /><Figure label="reserved" value={tube.reserved} />
           <Figure label="delayed" value={tube.delayed} /><Figure label="buried" value={tube.buried} /><Figure label="total" value={tube.total} />
           <Figure label="oldest ready" value={tube.oldestReadyAge === null ? '-' : `${tube.oldestReadyAge.toFixed(1)}s`} />
+          {tube.latency && (['wait', 'run'] as const).map((k) => (
+            <Figure key={k} label={`${k} p50 / p99`} value={`${duration(tube.latency![k].p50)} / ${duration(tube.latency![k].p99)}`} />
+          ))}
           <Figure label="paused" value={tube.paused ? `${tube.pauseLeft}s` : 'no'} />
         </div>
       )}

@@ -2,9 +2,14 @@
 -- sidecar's time). Due times are stored in milliseconds; time left is
 -- measured in microseconds, so that, as beanstalkd (nanoseconds, truncated),
 -- a 10-second TTR looked at right after it started has 9 whole seconds left.
+-- Read once a call: every time a call uses is the same instant (and one TIME).
+local call_us -- this call's (begin_clock)
 local function now_us()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if not call_us then
+    local t = redis.call('TIME')
+    call_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return call_us
 end
 
 local function now_ms()
@@ -20,4 +25,8 @@ end
 -- Microseconds from now until a due time in ms, at least 0.
 local function us_until(due_ms)
   return math.max(0, due_ms * 1000 - now_us())
+end
+
+local function begin_clock()
+  call_us = nil
 end

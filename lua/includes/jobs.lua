@@ -409,12 +409,20 @@ local function add_member(key, score, m, later, T)
 end
 
 -- The state helpers below take T, a tube's keys with its name (tube_keys).
--- Moves a job (whatever it was) into its tube's ready set.
-local function enter_ready(T, id, j, later)
+-- Moves a job (whatever it was) into its tube's ready set. A ready job's due
+-- field holds when it became ready (0: when it was put, `fresh`), which a
+-- reserve turns into the time it waited (waited_ms).
+local function enter_ready(T, id, j, later, fresh)
   j[F_STATE] = READY
-  j[F_DUE] = 0
+  j[F_DUE] = fresh and 0 or now_ms()
   j[F_OWNER] = ''
   add_member(T.ready, j[F_PRI], member(id), later, T)
+end
+
+-- Ms a ready job has waited since it became ready (or was put).
+local function waited_ms(j, now)
+  local since = j[F_DUE] > 0 and j[F_DUE] or j[F_CREATED]
+  return math.max(0, math.floor(now - since))
 end
 
 local function enter_delayed(T, id, j, due, later)

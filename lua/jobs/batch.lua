@@ -18,8 +18,8 @@
           'r' owner id t pri delay run  release                -> 1 | 0
           'b' owner id t pri          bury                     -> 1 | 0
           't' owner id t              touch                    -> ttr s | 0
-          'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, ...,
-                                      from k tubes               drained} (4 values a job,
+          'v' owner n k t1..tk        reserve up to n jobs     -> {id, ttr s, body, tube, waited ms, ...,
+                                      from k tubes               drained} (5 values a job,
                                                                  1..n jobs; drained 1 | 0)
                                       | ms until something may become reservable, or -1
                                       n < 0: reserve nothing,  -> {pri, created ms.us, ...} | ms, -1
@@ -92,11 +92,11 @@ end
 -- once it has run, it is ready (and wakes a waiter, unless a reserve of this
 -- call takes it: notify_net_ready). A put's ZADDs wait for the next reserve or
 -- the end (later).
-local function wait_or_ready(ti, id, j, delay, run, later)
+local function wait_or_ready(ti, id, j, delay, run, later, fresh)
   if delay * 1000 > run then
     enter_delayed(Ts[ti], id, j, now + delay * 1000 - run, later)
   else
-    enter_ready(Ts[ti], id, j, later)
+    enter_ready(Ts[ti], id, j, later, fresh)
   end
 end
 
@@ -108,7 +108,7 @@ local function put(ti, pri, delay, run, ttr, body)
   T.num = T.num or ensure_tube(T)
   local id = next_id()
   local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0, 0 }
-  wait_or_ready(ti, id, j, delay, run, true)
+  wait_or_ready(ti, id, j, delay, run, true, true)
   add_job(id, j, body)
   put_here[id] = true
   inserted[ti] = inserted[ti] + 1
@@ -404,8 +404,8 @@ local function reserve(owner, n, tubes, watched, tell)
   local look = watched and with_ready_jobs(watched) or tubes
   if n < 0 then return candidates(look, -n) or wake_after(tubes, look, watched) end
   local taken = {}
-  while #taken < 4 * n do
-    local got = take_ready(look, n - #taken / 4)
+  while #taken < 5 * n do
+    local got = take_ready(look, n - #taken / 5)
     if #got == 0 then break end
     if #got > 2 then
       local ids = {}
@@ -417,10 +417,11 @@ local function reserve(owner, n, tubes, watched, tell)
       local T, id = got[k], member_id(got[k + 1])
       local j = load_job(id)
       if j then -- else a stale member of a job that is gone: look again
+        local waited = waited_ms(j, now)
         enter_reserved(T, id, j, now, owner)
         save_job(id, j)
         local t = #taken
-        taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4] = id, j[F_TTR], job_body(id), T.name
+        taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4], taken[t + 5] = id, j[F_TTR], job_body(id), T.name, waited
       end
     end
   end

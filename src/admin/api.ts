@@ -8,7 +8,8 @@ import { jobOps } from '../store/ops.js';
 import type { RoomStore } from '../store/room-store.js';
 import { Confirmations } from './confirm.js';
 import { AdminError } from './errors.js';
-import { bodyView, jobView, listedView, tubeView, type TubeView } from './views.js';
+import { addCounts, LATENCY_KINDS, latencyField, summedCounts } from '../server/latencies.js';
+import { bodyView, jobView, listedView, percentiles, tubeView, type TubeLatency, type TubeView } from './views.js';
 
 export const JOB_STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried'];
 export const TUBE_SORTS = ['name', 'ready', 'urgent', 'reserved', 'delayed', 'buried', 'total', 'oldestReadyAge'] as const;
@@ -105,10 +106,30 @@ export class AdminApi {
     return (await this.jobs.history()).map((s) => JSON.parse(s) as unknown);
   }
 
-  async tube(name: string): Promise<TubeView> {
-    const t = (await this.counted([name]))[0];
+  async tube(name: string): Promise<TubeView & { latency: TubeLatency }> {
+    const [t, latency] = await Promise.all([this.counted([name]).then((c) => c[0]), this.latencies([name])]);
     if (!t) throw new AdminError(404, `no tube ${name}`);
-    return t;
+    return { ...t, latency: latency.get(name)! };
+  }
+
+  /** These tubes' wait and run times, from the counts every live sidecar publishes (src/server/latencies.ts). */
+  async latencies(tubes: readonly string[]): Promise<Map<string, TubeLatency>> {
+    if (tubes.length === 0) return new Map();
+    const { live } = await this.jobs.nodes();
+    const snapshots = await this.jobs.nodeSnapshots(live, tubes.flatMap((t) => LATENCY_KINDS.map((k) => latencyField(k, t))));
+    return new Map(tubes.map((t) => [t, { wait: percentiles(summedCounts(snapshots, 'wait', t)), run: percentiles(summedCounts(snapshots, 'run', t)) }]));
+  }
+
+  /** Every tube's wait and run counts, summed over the live sidecars: field (latencyField) -> counts. */
+  async latencyCounts(): Promise<Map<string, number[]>> {
+    const { live } = await this.jobs.nodes();
+    const out = new Map<string, number[]>();
+    for (const snapshot of await this.jobs.nodeSnapshots(live)) {
+      for (const [field, value] of Object.entries(snapshot)) {
+        if (LATENCY_KINDS.some((k) => field.startsWith(`${k}:`))) out.set(field, addCounts(out.get(field), value));
+      }
+    }
+    return out;
   }
 
   /** A page of the tube's jobs in a state; with `q`, only those whose id is q or whose body holds it. */

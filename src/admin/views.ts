@@ -2,6 +2,7 @@
 // seconds (as stats-job), bodies as base64 plus their text when they are
 // valid UTF-8 (a page escapes that text; it never renders it as markup).
 import type { JobInfo, ListedJob, TubeCounts } from '../store/job-store.js';
+import { quantile } from '../server/latencies.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -36,6 +37,15 @@ export interface TubeView {
   total: number; deleted: number; paused: boolean; pauseLeft: number;
   /** Seconds since the oldest ready job was put; null when none is ready. */
   oldestReadyAge: number | null;
+}
+
+/** How long a tube's jobs waited ready and ran (ms), summed over the live sidecars since each started. */
+export interface Percentiles { count: number; p50: number | null; p99: number | null }
+export interface TubeLatency { wait: Percentiles; run: Percentiles }
+
+export function percentiles(counts: readonly number[] | null): Percentiles {
+  if (!counts) return { count: 0, p50: null, p99: null };
+  return { count: counts.reduce((a, b) => a + b, 0), p50: quantile(counts, 0.5), p99: quantile(counts, 0.99) };
 }
 
 export function tubeView(name: string, c: TubeCounts, oldestReadyMs: number | undefined): TubeView {

@@ -108,7 +108,7 @@ const inserted = completion<string>((s, op, id) => {
 
 const deleted = completion<boolean>((s, op, ok) => {
   if (!ok) return REPLY.NOT_FOUND;
-  s.forget(op.id);
+  s.completed(op.id);
   return REPLY.DELETED;
 });
 

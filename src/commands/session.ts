@@ -6,7 +6,13 @@ import type { JobStore } from '../store/job-store.js';
 import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import type { RoomStore } from '../store/room-store.js';
 
-export interface Reservation { readonly tube: string; /** local ms */ deadline: number }
+export interface Reservation {
+  readonly tube: string;
+  /** local ms */
+  deadline: number;
+  /** When this connection took it (local ms): its run time ends with its delete. */
+  readonly since: number;
+}
 
 /** One connection, as its commands see it. */
 export interface Session {
@@ -41,6 +47,8 @@ export interface Session {
   deliverMany(jobs: readonly ReservedJob[]): void;
   renew(id: string, ttrSeconds: number): void;
   forget(id: string): void;
+  /** The job was deleted: its run time counts, and it is forgotten. */
+  completed(id: string): void;
   /** A delay of this connection's job ends within ms: make sure it is noticed in time. */
   dueIn(ms: number): void;
   /** Soonest deadline of this connection's reservations (local ms), Infinity if none. */

@@ -54,11 +54,14 @@ export class LiveFeed {
     this.reading = true;
     try {
       const tubes = [...new Set([...this.clients].flatMap((c) => (c.tube === null ? [] : [c.tube])))];
-      const [overview, counted] = await Promise.all([this.api.overview(), this.api.counts(tubes)]);
+      const [overview, counted, latencies] = await Promise.all([this.api.overview(), this.api.counts(tubes), this.api.latencies(tubes)]);
       const at = Date.now();
       for (const c of this.clients) {
         const view: Record<string, unknown> = { ...overview };
-        if (c.tube !== null) view.tube = counted.get(c.tube) ?? null;
+        if (c.tube !== null) {
+          const t = counted.get(c.tube);
+          view.tube = t ? { ...t, latency: latencies.get(c.tube) } : null;
+        }
         const text = JSON.stringify(view);
         if (text === c.last) continue;
         c.last = text;

@@ -6,6 +6,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Counters } from '../server/counters.js';
 import { replyWord, type Instruments } from '../server/instruments.js';
+import { LATENCY_BUCKETS_MS, LATENCY_TUBES, type LatencyKind } from '../server/latencies.js';
 import type { JobStore, TubeCounts } from '../store/job-store.js';
 import type { RoomStore } from '../store/room-store.js';
 
@@ -31,6 +32,9 @@ export class Metrics implements Instruments {
   private readonly latency: Histogram<'command'>;
   private readonly batchOps: Histogram;
   private readonly batchSeconds: Histogram<'outcome'>;
+  private readonly jobSeconds: Record<LatencyKind, Histogram<'tube'>>;
+  /** Tubes with series of their own in jobSeconds (the rest count under tube="*"). */
+  private readonly timedTubes = new Set<string>();
   private readonly gauges: Record<string, Gauge<string>>;
 
   constructor() {
@@ -45,6 +49,13 @@ export class Metrics implements Instruments {
       name: 'redstalk_batch_call_duration_seconds', help: 'Time of a batch call to Redis, by outcome', labelNames: ['outcome'],
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2], registers,
     });
+    const jobSeconds = (kind: LatencyKind, help: string) => new Histogram({
+      name: `redstalk_job_${kind}_seconds`, help, labelNames: ['tube'], buckets: LATENCY_BUCKETS_MS.map((ms) => ms / 1000), registers,
+    });
+    this.jobSeconds = {
+      wait: jobSeconds('wait', `Time a job handed out by this sidecar was ready before its reserve, by tube (the first ${LATENCY_TUBES}; the rest as "*")`),
+      run: jobSeconds('run', `Time from this sidecar's RESERVED to its DELETED of a job, by tube (the first ${LATENCY_TUBES}; the rest as "*")`),
+    };
     const gauge = (name: string, help: string, labelNames: string[] = []) => new Gauge({ name, help, labelNames, registers });
     this.gauges = {
       connections: gauge('redstalk_connections', 'Open client connections of this sidecar'),
@@ -79,6 +90,11 @@ export class Metrics implements Instruments {
   batchApplied(ops: number, elapsedMs: number, failed: boolean): void {
     this.batchOps.observe(ops);
     this.batchSeconds.observe({ outcome: failed ? 'error' : 'ok' }, elapsedMs / 1000);
+  }
+
+  jobTimed(kind: LatencyKind, tube: string, ms: number): void {
+    if (!this.timedTubes.has(tube) && this.timedTubes.size < LATENCY_TUBES) this.timedTubes.add(tube);
+    this.jobSeconds[kind].observe({ tube: this.timedTubes.has(tube) ? tube : '*' }, ms / 1000);
   }
 
   get contentType(): string { return this.registry.contentType; }

@@ -15,6 +15,7 @@ import { isOutcomeUnknown, isStoreFull } from '../store/errors.js';
 import type { AnyJobOp, ReservedJob } from '../store/ops.js';
 import { ByteQueue } from './byte-queue.js';
 import { replyLine, type Instruments } from './instruments.js';
+import type { LatencyKind } from './latencies.js';
 
 const CR = 13;
 const LF = 10;
@@ -38,6 +39,8 @@ export interface ConnectionHost {
   readonly authRequired: boolean;
   /** Told of every command's reply and time, when anyone measures. */
   readonly instruments: Instruments | null;
+  /** A job this sidecar handed out had waited ms ready; one it handed out ran ms until deleted. */
+  jobTimed(kind: LatencyKind, tube: string, ms: number): void;
   submit(op: AnyJobOp): void;
   dueIn(ms: number): void;
   becameProducer(): void;
@@ -438,7 +441,9 @@ export class Connection implements Session, BodyFraming {
   }
 
   private hold(job: ReservedJob): void {
-    this.reserved.set(job.id, { tube: job.tube, deadline: Date.now() + job.ttr * 1000 });
+    const now = Date.now();
+    this.reserved.set(job.id, { tube: job.tube, deadline: now + job.ttr * 1000, since: now });
+    if (job.waitedMs >= 0) this.host.jobTimed('wait', job.tube, job.waitedMs);
     // Make sure TTR expiry is noticed on time even if this sidecar is idle.
     this.host.dueIn(job.ttr * 1000 + 5);
   }
@@ -449,6 +454,13 @@ export class Connection implements Session, BodyFraming {
   }
 
   forget(id: string): void { this.reserved.delete(id); }
+
+  completed(id: string): void {
+    const r = this.reserved.get(id);
+    if (!r) return;
+    this.host.jobTimed('run', r.tube, Date.now() - r.since);
+    this.reserved.delete(id);
+  }
 
   dueIn(ms: number): void { this.host.dueIn(ms); }
 

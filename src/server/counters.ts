@@ -2,6 +2,7 @@
 // process). They are published to Redis as a snapshot with each heartbeat so
 // that `stats` / `stats-tube` on any sidecar add up every live sidecar.
 import { COMMAND_COUNTERS } from '../protocol/stats.js';
+import { Latencies } from './latencies.js';
 
 export interface TubeUse { using: number; watching: number; waiting: number }
 
@@ -18,6 +19,8 @@ export class Counters {
   waiting = 0;
   totalConnections = 0;
   readonly tubes = new Map<string, TubeUse>();
+  /** Jobs' wait and run times by tube (latencies.ts). */
+  readonly latencies = new Latencies();
   /**
    * Waiting connections that watch many tubes, by owner, with what they
    * watch: counted per tube when asked (waitingOn), not per wait, and
@@ -114,6 +117,7 @@ export class Counters {
       field(`waiting:${name}`, t?.waiting ?? 0);
     }
     for (const owner of whole ? this.wide.keys() : this.changedWide) field(`${WAITING_WATCH}${owner}`, this.wide.has(owner) ? 1 : 0);
+    out.push(...this.latencies.fields(whole));
     this.whole = false;
     this.changedTubes = new Set();
     this.changedWide = new Set();

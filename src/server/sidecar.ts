@@ -21,6 +21,7 @@ import { Connection, type ConnectionHost } from './connection.js';
 import { allOf, type Instruments } from './instruments.js';
 import { Listener, tlsFilesOf, type EarlyRead } from './listener.js';
 import { Counters } from './counters.js';
+import type { LatencyKind } from './latencies.js';
 import { Presence } from './presence.js';
 import { Promoter } from './promoter.js';
 import { StatsCollector } from './stats.js';
@@ -62,6 +63,7 @@ function traceLog(log: Logger): Instruments {
   return {
     answered: (command, reply, ms) => log.trace({ command, reply, ms }, 'command'),
     batchApplied: (ops, ms, failed) => log.trace({ ops, ms, failed }, 'batch call'),
+    jobTimed: () => {},
   };
 }
 
@@ -195,6 +197,11 @@ export class Sidecar implements ConnectionHost {
 
   becameProducer(): void {
     this.counters.producers++;
+  }
+
+  jobTimed(kind: LatencyKind, tube: string, ms: number): void {
+    this.counters.latencies.observe(kind, tube, ms);
+    this.instruments?.jobTimed(kind, tube, ms);
   }
 
   becameWorker(): void {

@@ -5,7 +5,11 @@
 /** The op kinds (also lua/jobs/batch.lua's op codes). */
 export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v', Candidate = 'c', DropWatch = 'x' }
 
-export interface ReservedJob { id: string; tube: string; ttr: number; body: Buffer }
+export interface ReservedJob {
+  id: string; tube: string; ttr: number; body: Buffer;
+  /** How long it was ready before this reserve took it (ms, the store's clock); -1: not known (reserve-job). */
+  waitedMs: number;
+}
 
 /**
  * What a reserve took, and whether that drained its tubes: no job left that

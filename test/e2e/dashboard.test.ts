@@ -85,6 +85,11 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
     await page.waitForSelector('button[role="tab"]:text("buried (0)")');
     expect(await w.cmd('watch failed')).toBe('WATCHING 2');
     expect((await w.cmd('reserve-with-timeout 0')).split('\n')[0]).toBe(`RESERVED ${id} 8`);
+    // Its wait (since the kick) and run (until this delete) show on the tube's page.
+    expect(await w.cmd(`delete ${id}`)).toBe('DELETED');
+    // (The sidecar publishes its counts with its next heartbeat; the page gets them pushed.)
+    await expect.poll(() => figure('run p50 / p99').textContent(), { timeout: 5000 }).toMatch(/^[\d.]+ ms \/ [\d.]+ ms$/);
+    expect(await figure('wait p50 / p99').textContent()).toMatch(/^[\d.]+ ms \/ [\d.]+ ms$/);
   });
 
   it('refuses an action at the server when the sidecar is read-only, whatever the page sends', async () => {
@@ -130,11 +135,12 @@ describe.skipIf(!hasChromium)('the dashboard in Chromium', () => {
     const { http } = await open(false, prefix);
     await goto(http, '#/');
     await page.waitForSelector('.chart canvas');
-    expect(await page.locator('.chart canvas').count()).toBe(3);
+    expect(await page.locator('.chart canvas').count()).toBe(5);
     expect(await page.locator('.chart .u-legend').first().textContent()).toContain('put');
+    expect(await page.locator('.chart', { hasText: 'wait: ready to reserved' }).locator('.u-legend').textContent()).toContain('emails p99');
     const before = await page.evaluate(() => document.documentElement.dataset.theme);
     await page.click('button[aria-label="theme"]');
     await page.waitForFunction((was) => document.documentElement.dataset.theme !== was, before);
-    expect(await page.locator('.chart canvas').count()).toBe(3);
+    expect(await page.locator('.chart canvas').count()).toBe(5);
   });
 });

@@ -116,6 +116,7 @@ export async function seedHistory(redisUrl: string, prefix: string, n: number, s
       args.push(t, JSON.stringify({
         t, ready: wave * 3, reserved: wave, delayed: 10 + (i % 7), buried: Math.floor(i / 20), timeouts: Math.floor(i / 10), jobs: i * 400,
         put: i * 400, reserve: i * 390, delete: i * 385, connections: 12, sidecars: 2, oldest: { emails: wave / 10, sms: wave / 25 },
+        latency: { emails: { wait: [wave, wave * 4], run: [120 + wave, 900 + wave] }, sms: { wait: [wave / 2, wave * 2], run: [40, 300] } },
       }));
     }
     await redis.zadd(new Layout(prefix, 1).keys(0).history, ...args);

@@ -49,6 +49,19 @@ describe('the dashboard history', () => {
     expect(s).toMatchObject({ ready: 2, delayed: 1, reserved: 0, buried: 0, jobs: 3, put: 3, sidecars: 1, connections: 1 });
     expect(Object.keys(s.oldest)).toEqual(['old']);
     expect(s.oldest.old).toBeGreaterThanOrEqual(0.3);
+    expect(s.latency).toEqual({});
+    // A job reserved and deleted: the next sample's window holds its wait and run times.
+    const c = await wires.dial(inside.port, true);
+    await c.cmd('watch old');
+    const reserved = await c.cmd('reserve-with-timeout 0');
+    const id = /^RESERVED (\d+)/.exec(reserved)![1];
+    await sleep(100);
+    expect(await c.cmd(`delete ${id}`)).toBe('DELETED');
+    await sleep(300);
+    const next = await sampleNow(api);
+    expect(Object.keys(next.latency)).toEqual(['old']);
+    expect(next.latency.old!.wait[0]).toBeGreaterThanOrEqual(250);
+    expect(next.latency.old!.run[0]).toBeGreaterThanOrEqual(50);
   });
 
   it('keeps the first sample of a slot and no more than it was told to', async () => {

@@ -25,7 +25,7 @@ async function connect(): Promise<Harness> {
   const host: ConnectionHost = {
     dispatcher: new Dispatcher(services), log: pino({ level: 'silent' }), authRequired: false, instruments: null,
     submit: (op) => ops.push(op), dueIn: () => {}, becameProducer: () => {}, becameWorker: () => {},
-    halfClosed: () => {}, closed: () => { h.closed = true; }, strayed: () => {},
+    halfClosed: () => {}, closed: () => { h.closed = true; }, strayed: () => {}, jobTimed: () => {},
   };
   const server = net.createServer();
   const accepted = new Promise<Connection>((resolve) => server.once('connection', (socket) => resolve(new Connection(1, 'n', socket, host))));
@@ -49,7 +49,7 @@ const turns = () => new Promise((r) => setTimeout(r, 20));
 /** A connection that holds job 7 (tube other) and has sent put, delete 7, put as one pipeline. */
 async function threeInFlight(): Promise<Harness> {
   const h = await connect();
-  h.conn.reserved.set('7', { tube: 'other', deadline: Date.now() + 60_000 });
+  h.conn.reserved.set('7', { tube: 'other', deadline: Date.now() + 60_000, since: Date.now() });
   h.client.write('put 0 0 10 1\r\na\r\ndelete 7\r\nput 0 0 10 1\r\nb\r\nlist-tube-used\r\n');
   await until(() => h.ops.length === 3);
   return h;

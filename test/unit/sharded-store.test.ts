@@ -13,7 +13,7 @@ type Answer = (shard: number, ops: readonly AnyJobOp[]) => Array<OpResult | Stor
 
 const MAP: ShardMap = { count: 2, ofTube: (t) => (t.startsWith('b') ? 1 : 0), ofId: (id) => Number(id) % 2 };
 const LIMITS = { maxOps: 100, maxBytes: 1 << 20, maxInFlight: 1 };
-const job = (id: string, tube: string) => ({ id, tube, ttr: 60, body: Buffer.from('x') });
+const job = (id: string, tube: string) => ({ id, tube, ttr: 60, body: Buffer.from('x'), waitedMs: 0 });
 
 function setup(answer: Answer) {
   const calls: Array<{ shard: number; ops: Array<[string, readonly string[], number]> }> = [];

@@ -65,7 +65,7 @@ describe('waiters with a store that refuses attempts', () => {
 });
 
 describe('waiters handing jobs over and knowing drained tubes', () => {
-  const job = (id: string, tube = 'default'): ReservedJob => ({ id, tube, ttr: 60, body: Buffer.from('x') });
+  const job = (id: string, tube = 'default'): ReservedJob => ({ id, tube, ttr: 60, body: Buffer.from('x'), waitedMs: 0 });
   function setup(reservesAtOnce: (tubes: readonly string[]) => boolean = () => true) {
     const ops: AnyJobOp[] = [];
     const waiters = new Waiters({ submit: (op) => ops.push(op), waitingChanged: () => {}, giveBack: () => {}, giveBackAll: () => {}, reservesAtOnce });

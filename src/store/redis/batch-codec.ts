@@ -181,11 +181,13 @@ export function text(v: unknown): string {
   return Buffer.isBuffer(v) ? v.toString('latin1') : String(v);
 }
 
-/** A reserve's jobs, four values each (id, ttr, body, tube name), then whether that drained its tubes. */
+/** A reserve's jobs, five values each (id, ttr, body, tube name, ms it waited ready), then whether that drained its tubes. */
 function reservation(r: readonly unknown[]): Reservation {
   const jobs: ReservedJob[] = [];
   const end = r.length - 1;
-  for (let k = 0; k < end; k += 4) jobs.push({ id: text(r[k]), ttr: r[k + 1] as number, body: r[k + 2] as Buffer, tube: text(r[k + 3]) });
+  for (let k = 0; k < end; k += 5) {
+    jobs.push({ id: text(r[k]), ttr: r[k + 1] as number, body: r[k + 2] as Buffer, tube: text(r[k + 3]), waitedMs: r[k + 4] as number });
+  }
   return { jobs, drained: r[end] === 1 };
 }
 

@@ -240,7 +240,7 @@ export class RedisJobStore implements ShardStore {
     const r = (await this.run('reserveJob', [tube], [owner, id, tube], true)) as unknown[];
     if (r[0] === 0) return null;
     await this.replicated();
-    return { id, tube, ttr: r[2] as number, body: r[3] as Buffer };
+    return { id, tube, ttr: r[2] as number, body: r[3] as Buffer, waitedMs: -1 };
   }
 
   /** In chunks, so one huge bound never blocks Redis for long. */
