@@ -27,6 +27,13 @@ async function fill(w: Wire): Promise<void> {
   await putBuried(w, 'emails', ['{"to":"bounced@example.com","error":"550 mailbox unavailable"}']);
   await putMany(w, 'sms', Array.from({ length: 40 }, (_, i) => `+1555000${i}: your code is ${1000 + i}`), { pri: 10 });
   await putMany(w, 'reports', ['<script>alert("a body is shown as text")</script>']);
+  // A worker takes a few emails, each a little while: their wait and run times show.
+  await w.cmd('watch emails');
+  for (let i = 0; i < 8; i++) {
+    const id = /^RESERVED (\d+)/.exec(await w.cmd('reserve-with-timeout 0'))![1];
+    await new Promise((r) => setTimeout(r, 20 + 15 * i));
+    await w.cmd(`delete ${id}`);
+  }
   for (let i = 0; i < 30; i++) await putMany(w, `tenant-${String(i).padStart(3, '0')}`, Array.from({ length: i % 7 }, () => 'x'));
   await w.cmd('room-config checkout 2 30 120 30');
   for (const user of ['ann', 'bob', 'cid', 'dee', 'eve']) await w.cmd(`enter checkout ${user}`);
@@ -41,6 +48,7 @@ async function main(): Promise<void> {
   const w = await Wire.connect(server.port, '127.0.0.1', true);
   try {
     await fill(w);
+    await new Promise((r) => setTimeout(r, 1200)); // the sidecar publishes its counts (wait and run times) with its next heartbeat
     for (const theme of ['light', 'dark']) {
       for (const [name, hash, ready] of PAGES) {
         const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
