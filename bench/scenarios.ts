@@ -5,6 +5,7 @@
 import { Wire, yamlMap } from '../test/helpers/wire.js';
 import { CpuMeter, type CpuUse, type Watched } from './cpu.js';
 import { Ledger, type LedgerCheck } from './ledger.js';
+import { openDashboards } from './dashboards.js';
 import { runPhase, type ConsumerSpec, type PhaseResult, type ProducerSpec } from './load.js';
 import { startTarget, type RunningTarget, type Target, type TargetOptions } from './servers.js';
 import type { Histogram } from './stats.js';
@@ -39,6 +40,8 @@ export interface Scenario extends TargetOptions {
   rate?: number;
   /** pipelined: commands in flight per connection instead of --depth. */
   depth?: number;
+  /** Dashboards (event streams of /api/events) open on the first sidecar during the load (with `dashboard`). */
+  dashboards?: number;
   /** Left out of the measured window at the start of the load, instead of a tenth of --duration (at most 1 s); at most half the duration. */
   warmupMs?: number;
 }
@@ -55,6 +58,7 @@ export const targetsOf = (scenario: Scenario): Target[] => scenario.targets ?? D
  */
 export const plays = (scenario: Scenario, target: Target): boolean => {
   if (target === 'floor') return targetsOf(scenario).includes('beanstalkd') && !scenario.baseline;
+  if (target === 'baseline' && scenario.dashboard) return false; // an old checkout may have no dashboard
   return targetsOf(scenario).includes(target === 'baseline' ? 'redstalk' : target);
 };
 
@@ -63,6 +67,8 @@ export const SCENARIOS: Scenario[] = [
   { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: one Worker, concurrency --clients' },
   { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + one Worker, concurrency --clients/2' },
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
+  { name: 'mixed-http', workload: 'mixed', persistence: 'everysec', pipelined: false, dashboard: true, targets: ['redstalk'], what: 'mixed, the sidecar with --http --dashboard (its metrics counted per command) and no dashboard open' },
+  { name: 'mixed-dashboards', workload: 'mixed', persistence: 'everysec', pipelined: false, dashboard: true, dashboards: 20, baseline: 'mixed-http', targets: ['redstalk'], what: 'mixed-http with 20 dashboards open (each an event stream of /api/events), compared with mixed-http' },
   { name: 'mixed-2-sidecars', workload: 'mixed', persistence: 'everysec', pipelined: false, sidecars: 2, baseline: 'mixed', what: 'mixed, clients split across two sidecars on one Redis (beanstalkd: one server), compared with mixed' },
   { name: 'put-min-replicas', workload: 'put', persistence: 'everysec', pipelined: false, replica: true, baseline: 'put', what: 'put, with a local replica and --min-replicas 1 (a WAIT per batch), compared with put' },
   { name: 'mixed-min-replicas', workload: 'mixed', persistence: 'everysec', pipelined: false, replica: true, baseline: 'mixed', what: 'mixed, with a local replica and --min-replicas 1, compared with mixed' },
@@ -213,7 +219,10 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
     mixed: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
     rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: scenario.rate ?? s.rate }),
   }[scenario.workload]();
+  const dashboards = scenario.dashboards && server.http?.[0] ? openDashboards(server.http[0], scenario.dashboards) : null;
   const load = await runPhase({ ...phase, ...plan, label, depth, durationMs, meter });
+  dashboards?.close();
+  if (dashboards) process.stderr.write(`  ${label}: ${scenario.dashboards} dashboards open got ${dashboards.events()} live events\n`);
   addErrors(load.errors);
 
   const leftInServer = await jobsLeft(server.ports[0]!);

@@ -39,6 +39,8 @@ export interface TargetOptions {
   shards?: number;
   /** --workers of each sidecar. */
   workers?: number;
+  /** The sidecars serve --http with --dashboard (the admin API, its live feed, /metrics). */
+  dashboard?: boolean;
 }
 
 export interface RunningTarget {
@@ -46,6 +48,8 @@ export interface RunningTarget {
   ports: number[];
   /** The primary redis-servers (bullmq: its Redis). */
   redisPorts: number[];
+  /** The sidecars' --http addresses (host:port), when they have one. */
+  http?: string[];
   /** The processes whose CPU is measured. */
   watched: Watched[];
   /** The command lines started, for the report. */
@@ -282,6 +286,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
   ];
   const sidecars: Launched[] = [];
   const ports: number[] = [];
+  const http: string[] = [];
   const watched: Watched[] = [];
   const stop = async () => {
     await Promise.all(sidecars.map((s) => stopProcess(s.child)));
@@ -290,9 +295,11 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
   try {
     for (let i = 0; i < (o.sidecars ?? 1); i++) {
       const port = await freePort();
+      if (o.dashboard) http.push(`127.0.0.1:${await freePort()}`);
       const sidecar = await launch(process.execPath, [
         ...SIDECAR_NODE_FLAGS, '--import', 'tsx', 'src/cli.ts', '--redis', redis.url,
         '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...flags,
+        ...(o.dashboard ? ['--http', http[i]!, '--dashboard'] : []),
       ], port, checkout);
       sidecars.push(sidecar);
       ports.push(port);
@@ -308,6 +315,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
   return {
     ports,
     redisPorts: redis.primaries,
+    http,
     watched: [...watched, ...redis.watched],
     commands: [...redis.commands, ...sidecars.map((s) => s.command)],
     stop,
