@@ -61,6 +61,12 @@ export function byShard<T>(items: Iterable<T>, shardOf: (item: T) => number): Ma
 
 const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 
+const bodyBytes = (ops: readonly AnyJobOp[]) => {
+  let n = 0;
+  for (const op of ops) if (op.body) n += op.body.length;
+  return n;
+};
+
 const ONE_SHARD: TubeParts = { shards: [0], tubes: [] };
 
 export class ShardedJobStore implements JobStore {
@@ -78,7 +84,7 @@ export class ShardedJobStore implements JobStore {
   constructor(
     private readonly shards: readonly ShardStore[],
     private readonly map: ShardMap,
-    limits: BatchLimits,
+    private readonly limits: BatchLimits,
     /** Where an op's completion that threw is reported (it must not keep the others from theirs). */
     report: (err: unknown) => void,
     /**
@@ -105,9 +111,34 @@ export class ShardedJobStore implements JobStore {
       else joining.set(group, [...(joining.get(group) ?? []), item]);
     }
     for (const [group, members] of joining) {
-      if (members.length === 1) members[0]![0].send(members[0]![1]);
-      else this.sendJoined(group, members);
+      for (const call of this.byCallSize(members)) {
+        if (call.length === 1) call[0]![0].send(call[0]![1]);
+        else this.sendJoined(group, call);
+      }
     }
+  }
+
+  /**
+   * A group's batches in calls of at most maxBytes of bodies each (a batch
+   * bigger than that alone goes alone), as one batch is bounded: a call's
+   * time allows for moving so much.
+   */
+  private byCallSize(members: ReadonlyArray<readonly [Batcher, AnyJobOp[]]>): Array<Array<readonly [Batcher, AnyJobOp[]]>> {
+    const calls: Array<Array<readonly [Batcher, AnyJobOp[]]>> = [];
+    let call: Array<readonly [Batcher, AnyJobOp[]]> = [];
+    let bytes = 0;
+    for (const member of members) {
+      const size = bodyBytes(member[1]);
+      if (call.length > 0 && bytes + size > this.limits.maxBytes) {
+        calls.push(call);
+        call = [];
+        bytes = 0;
+      }
+      call.push(member);
+      bytes += size;
+    }
+    if (call.length > 0) calls.push(call);
+    return calls;
   }
 
   private sendJoined(group: string, members: ReadonlyArray<readonly [Batcher, AnyJobOp[]]>): void {

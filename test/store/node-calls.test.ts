@@ -99,6 +99,32 @@ describe('one call per node: one Redis, 4 shards', () => {
   });
 });
 
+describe('one call per node: its bodies bounded as a batch\'s', () => {
+  it('sends the shards\' batches of a turn in calls of at most --batch-bytes of bodies', async () => {
+    const redis = await startRedis();
+    const sidecar = await startInside({ redisUrl: redis.url, shards: 4, batchBytes: 1000 });
+    try {
+      const layout = new Layout(sidecar.prefix, 4);
+      const jobs = sidecar.backend.jobs;
+      const tubes = tubesOf(layout, [0, 1, 2, 3]);
+      const putOf = (size: number) => (t: string) => (done: Parameters<typeof jobOps.put>[1]) => jobOps.put(null, done, t, 1, 0, 60, Buffer.alloc(size, 'x'));
+      let before = jobs.calls;
+      await inOneTurn(jobs, tubes.map(putOf(200))); // 800 bytes: one call
+      expect(jobs.calls - before).toBe(1);
+      before = jobs.calls;
+      await inOneTurn(jobs, tubes.map(putOf(400))); // 1,600 bytes: two calls of two
+      expect(jobs.calls - before).toBe(2);
+      before = jobs.calls;
+      await inOneTurn(jobs, tubes.map(putOf(1500))); // each more than the bound: each alone
+      expect(jobs.calls - before).toBe(4);
+      expect((await jobs.totals()).ready).toBe(12);
+    } finally {
+      await sidecar.stop();
+      await redis.stop();
+    }
+  });
+});
+
 describe('one call per primary: a Redis Cluster, 12 shards', () => {
   let cluster: TestCluster;
   let sidecar: InsideSidecar;
