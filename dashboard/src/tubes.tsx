@@ -1,6 +1,6 @@
 // Every tube, filtered by name and sorted by any column on the server, a page
 // at a time (10,000 tubes stay quick); refreshed when a push says jobs moved.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { enc, get, pushedEvery, useLive, type Tube } from './api.js';
 import { ErrorLine, Sortable } from './ui.js';
 
@@ -11,25 +11,6 @@ type Key = 'name' | 'ready' | 'urgent' | 'reserved' | 'delayed' | 'buried' | 'to
 const COLUMNS: Array<[Key, string]> = [['name', 'tube'], ['ready', 'ready'], ['urgent', 'urgent'], ['reserved', 'reserved'], ['delayed', 'delayed'],
   ['buried', 'buried'], ['total', 'total'], ['oldestReadyAge', 'oldest ready']];
 
-/** Puts and deletes per second of each tube shown, from its counts between two fetches. */
-function useTubeRates(page: { tubes: Tube[] } | null): Map<string, { put: number; deleted: number }> {
-  const last = useRef(new Map<string, { at: number; total: number; deleted: number }>());
-  const rates = useRef(new Map<string, { put: number; deleted: number }>());
-  useEffect(() => {
-    if (!page) return;
-    const now = Date.now();
-    for (const t of page.tubes) {
-      const prev = last.current.get(t.name);
-      if (prev && now > prev.at) {
-        const secs = (now - prev.at) / 1000;
-        rates.current.set(t.name, { put: Math.max(0, (t.total - prev.total) / secs), deleted: Math.max(0, (t.deleted - prev.deleted) / secs) });
-      }
-      last.current.set(t.name, { at: now, total: t.total, deleted: t.deleted });
-    }
-  }, [page]);
-  return rates.current;
-}
-
 export function Tubes() {
   const [filter, setFilter] = useState('');
   const [sort, setSort] = useState<{ key: Key; desc: boolean }>({ key: 'name', desc: false });
@@ -37,7 +18,6 @@ export function Tubes() {
   const [page, setPage] = useState<{ total: number; tubes: Tube[] } | null>(null);
   const [error, setError] = useState<string | null>(null);
   const live = useLive();
-  const rates = useTubeRates(page);
   useEffect(() => {
     const q = `filter=${enc(filter)}&sort=${sort.key}&order=${sort.desc ? 'desc' : 'asc'}&offset=${offset}&limit=${PAGE}`;
     get<{ total: number; tubes: Tube[] }>(`api/tubes?${q}`).then((p) => { setPage(p); setError(null); }, (e: Error) => setError(e.message));
@@ -60,7 +40,7 @@ export function Tubes() {
             <td><a href={`#/tube/${enc(t.name)}`}>{t.name}</a></td>
             <td>{t.ready}</td><td>{t.urgent}</td><td>{t.reserved}</td><td>{t.delayed}</td><td>{t.buried}</td><td>{t.total}</td>
             <td>{t.oldestReadyAge === null ? '-' : `${t.oldestReadyAge.toFixed(1)}s`}</td>
-            <td>{rates.get(t.name)?.put.toFixed(1) ?? '-'}</td><td>{rates.get(t.name)?.deleted.toFixed(1) ?? '-'}</td>
+            <td>{t.rates?.put.toFixed(1) ?? '-'}</td><td>{t.rates?.deleted.toFixed(1) ?? '-'}</td>
             <td>{t.paused ? `${t.pauseLeft}s` : '-'}</td>
           </tr>
         ))}</tbody>

@@ -7,6 +7,7 @@ import { COMMAND_COUNTERS } from '../protocol/stats.js';
 import { jobOps } from '../store/ops.js';
 import type { RoomStore } from '../store/room-store.js';
 import { Confirmations } from './confirm.js';
+import { TubeRates } from './rates.js';
 import { AdminError } from './errors.js';
 import { addCounts, LATENCY_KINDS, latencyField, summedCounts } from '../server/latencies.js';
 import { bodyView, jobView, listedView, percentiles, tubeView, type TubeLatency, type TubeView } from './views.js';
@@ -44,6 +45,7 @@ const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
 
 export class AdminApi {
   private readonly confirmations: Confirmations;
+  private readonly rates = new TubeRates();
 
   constructor(private readonly jobs: JobStore, private readonly rooms: RoomStore, confirmKey: Buffer) {
     this.confirmations = new Confirmations(confirmKey);
@@ -84,9 +86,14 @@ export class AdminApi {
     for (let i = 0; i < names.length; i += COUNT_CHUNK) {
       const chunk = names.slice(i, i + COUNT_CHUNK);
       const [{ tubes }, oldest] = await Promise.all([this.jobs.tubeCounts(chunk), this.jobs.oldestReady(chunk)]);
-      for (const [name, c] of tubes) out.push(tubeView(name, c, oldest.get(name)));
+      for (const [name, c] of tubes) out.push(tubeView(name, c, oldest.get(name), this.rates.read(name, c.totalJobs, c.cmdDelete)));
     }
     return out;
+  }
+
+  /** Reads every tube's counts (the history sampler, every slot): its rates then cover at most that long. */
+  async readAllTubes(): Promise<void> {
+    await this.counted(await this.jobs.listTubes());
   }
 
   /** The `n` tubes whose oldest ready jobs are oldest, with those ages in seconds (of the first COUNT_CHUNK tubes listed). */

@@ -74,5 +74,8 @@ export async function sampleNow(api: AdminApi, window = new LatencyWindow()): Pr
 /** Offers a sample every SLOT_MS until stopped; a failed one is reported and the next tried. */
 export function startHistory(api: AdminApi, onError: (err: unknown) => void, slotMs = SLOT_MS): () => void {
   const window = new LatencyWindow();
-  return every(slotMs, async () => api.recordHistory(await sampleNow(api, window), slotMs), onError);
+  return every(slotMs, async () => {
+    await api.recordHistory(await sampleNow(api, window), slotMs);
+    await api.readAllTubes(); // every tube's rates stay within a slot of now
+  }, onError);
 }

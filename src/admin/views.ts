@@ -3,6 +3,7 @@
 // valid UTF-8 (a page escapes that text; it never renders it as markup).
 import type { JobInfo, ListedJob, TubeCounts } from '../store/job-store.js';
 import { quantile } from '../server/latencies.js';
+import type { Rates } from './rates.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -35,6 +36,8 @@ export function listedView(j: ListedJob): JobView & { holder: string; preview: B
 export interface TubeView {
   name: string; urgent: number; ready: number; reserved: number; delayed: number; buried: number;
   total: number; deleted: number; paused: boolean; pauseLeft: number;
+  /** Jobs put and deleted per second over the last minute at most (rates.ts); null until the tube was read twice. */
+  rates: Rates | null;
   /** Seconds since the oldest ready job was put; null when none is ready. */
   oldestReadyAge: number | null;
 }
@@ -48,11 +51,11 @@ export function percentiles(counts: readonly number[] | null): Percentiles {
   return { count: counts.reduce((a, b) => a + b, 0), p50: quantile(counts, 0.5), p99: quantile(counts, 0.99) };
 }
 
-export function tubeView(name: string, c: TubeCounts, oldestReadyMs: number | undefined): TubeView {
+export function tubeView(name: string, c: TubeCounts, oldestReadyMs: number | undefined, rates: Rates | null = null): TubeView {
   const pauseLeft = Math.floor(c.pauseLeftUs / 1_000_000);
   return {
     name, urgent: c.urgent, ready: c.ready, reserved: c.reserved, delayed: c.delayed, buried: c.buried,
-    total: c.totalJobs, deleted: c.cmdDelete, paused: c.pauseLeftUs > 0, pauseLeft,
+    total: c.totalJobs, deleted: c.cmdDelete, paused: c.pauseLeftUs > 0, pauseLeft, rates,
     oldestReadyAge: oldestReadyMs === undefined ? null : oldestReadyMs / 1000,
   };
 }
