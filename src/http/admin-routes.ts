@@ -6,6 +6,7 @@ import { AdminApi, JOB_STATES, TUBE_SORTS, type TubeSort } from '../admin/api.js
 import { AdminError } from '../admin/errors.js';
 import type { JobState } from '../store/job-store.js';
 import { allowChange } from './guard.js';
+import { isValidName } from '../protocol/spec.js';
 
 /** Largest JSON body a change may carry. */
 const MAX_BODY = 64 * 1024;
@@ -37,6 +38,12 @@ const jobId = (text: string): string => {
 
 const state = (q: string | null | undefined, def?: JobState) => oneOf(q, 'state', JOB_STATES, def);
 
+/** A tube or room name from the path, as the protocol allows names (beanstalkd's name_is_ok). */
+const named = (text: string): string => {
+  if (!isValidName(text)) throw new AdminError(400, `not a valid name: ${JSON.stringify(text.slice(0, 220))}`);
+  return text;
+};
+
 /** [method, path pattern ('*' one segment), handler]. */
 const ROUTES: Array<[string, string, Handler]> = [
   ['GET', 'overview', (api) => api.overview()],
@@ -44,20 +51,20 @@ const ROUTES: Array<[string, string, Handler]> = [
   ['GET', 'tubes', (api, { query: q }) => api.tubes(q.get('filter') ?? '', oneOf<TubeSort>(q.get('sort'), 'sort', TUBE_SORTS, 'name'),
     oneOf(q.get('order'), 'order', ['asc', 'desc'], 'asc') === 'desc', bounded(q.get('offset'), 'offset', 0, 0, Number.MAX_SAFE_INTEGER),
     bounded(q.get('limit'), 'limit', 100, 1, MAX_PAGE))],
-  ['GET', 'tubes/*', (api, { segments }) => api.tube(segments[1]!)],
-  ['GET', 'tubes/*/jobs', (api, { segments, query: q }) => api.list(segments[1]!, state(q.get('state'), 'ready'), q.get('cursor') ?? '',
+  ['GET', 'tubes/*', (api, { segments }) => api.tube(named(segments[1]!))],
+  ['GET', 'tubes/*/jobs', (api, { segments, query: q }) => api.list(named(segments[1]!), state(q.get('state'), 'ready'), q.get('cursor') ?? '',
     bounded(q.get('limit'), 'limit', 50, 1, MAX_PAGE), bounded(q.get('scan'), 'scan', 10_000, 1, MAX_SCAN), q.get('q') ?? '')],
-  ['POST', 'tubes/*/kick', (api, { segments, body }) => api.kick(segments[1]!, bounded(field(body, 'n'), 'n', 1, 1, 2 ** 32 - 1))],
-  ['POST', 'tubes/*/pause', (api, { segments, body }) => api.pause(segments[1]!, bounded(field(body, 'seconds'), 'seconds', 0, 0, 2 ** 32 - 1))],
+  ['POST', 'tubes/*/kick', (api, { segments, body }) => api.kick(named(segments[1]!), bounded(field(body, 'n'), 'n', 1, 1, 2 ** 32 - 1))],
+  ['POST', 'tubes/*/pause', (api, { segments, body }) => api.pause(named(segments[1]!), bounded(field(body, 'seconds'), 'seconds', 0, 0, 2 ** 32 - 1))],
   ['POST', 'tubes/*/bulk', (api, { segments, body }) => api.bulk({
-    action: oneOf(field(body, 'action'), 'action', ['kick', 'delete'] as const), tube: segments[1]!,
+    action: oneOf(field(body, 'action'), 'action', ['kick', 'delete'] as const), tube: named(segments[1]!),
     state: state(field(body, 'state')), q: field(body, 'q') ?? '',
   }, field(body, 'confirm') ?? null)],
   ['GET', 'jobs/*', (api, { segments }) => api.job(jobId(segments[1]!))],
   ['POST', 'jobs/*/kick', (api, { segments }) => api.kickJob(jobId(segments[1]!))],
   ['DELETE', 'jobs/*', (api, { segments }) => api.deleteJob(jobId(segments[1]!))],
   ['GET', 'rooms', (api) => api.roomList()],
-  ['POST', 'rooms/*/pause', (api, { segments, body }) => api.pauseRoom(segments[1]!, oneOf(field(body, 'paused'), 'paused', ['true', 'false']) === 'true')],
+  ['POST', 'rooms/*/pause', (api, { segments, body }) => api.pauseRoom(named(segments[1]!), oneOf(field(body, 'paused'), 'paused', ['true', 'false']) === 'true')],
 ];
 
 /** The routes as `METHOD /api/path` with `*` for a segment (checked against protocol/admin-api.yaml). */

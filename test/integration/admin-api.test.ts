@@ -306,6 +306,12 @@ describe('the admin API', () => {
     const bad = await fetch(`http://${api.address}/api/tubes/default/kick`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body: '{not json' });
     expect(bad.status).toBe(400);
     expect((await api.get('/api/tubes/%E0%A4%A')).status).toBe(400);
+    // Names the protocol would refuse: the API refuses them too, before any store call.
+    for (const name of ['-dash', 'a'.repeat(201), 'sp%20ace', 'star*', '%C3%A9t%C3%A9']) {
+      expect((await api.get(`/api/tubes/${name}`)).status, name).toBe(400);
+      expect((await api.post(`/api/tubes/${name}/kick`, { n: 1 })).status, name).toBe(400);
+    }
+    expect((await api.post('/api/rooms/bad%20room/pause', { paused: 'true' })).status).toBe(400);
     expect((await api.get('/api/overview')).body.totals).toMatchObject({ tubes: 1 });
   });
 
