@@ -36,7 +36,9 @@ describe('tube rates in the admin API', () => {
     await sleep(1100);
     const { rates } = (await api.get('/api/tubes/rated')).body as { rates: { put: number; deleted: number; overSeconds: number } };
     expect(rates.overSeconds).toBeGreaterThanOrEqual(1);
-    expect(rates.put * rates.overSeconds).toBeCloseTo(20, 5);
+    // Since this test's first reading: 20 puts; or 21 when the sidecar's history sampler read
+    // the tube before (`use` makes it, before its first job).
+    expect([20, 21]).toContain(Math.round(rates.put * rates.overSeconds));
     expect(rates.deleted * rates.overSeconds).toBeCloseTo(5, 5);
     // The listing carries them too.
     const listed = (await api.get('/api/tubes?filter=rated')).body.tubes as Array<{ name: string; rates: unknown }>;
