@@ -120,16 +120,16 @@ export class AdminApi {
   }
 
   /** These tubes' wait and run times, from the counts every live sidecar publishes (src/server/latencies.ts). */
-  async latencies(tubes: readonly string[]): Promise<Map<string, TubeLatency>> {
+  async latencies(tubes: readonly string[], live?: readonly string[]): Promise<Map<string, TubeLatency>> {
     if (tubes.length === 0) return new Map();
-    const { live } = await this.jobs.nodes();
+    live ??= (await this.jobs.nodes()).live;
     const snapshots = await this.jobs.nodeSnapshots(live, tubes.flatMap((t) => LATENCY_KINDS.map((k) => latencyField(k, t))));
     return new Map(tubes.map((t) => [t, { wait: percentiles(summedCounts(snapshots, 'wait', t)), run: percentiles(summedCounts(snapshots, 'run', t)) }]));
   }
 
   /** Every tube's wait and run counts, summed over the live sidecars: field (latencyField) -> counts. */
-  async latencyCounts(): Promise<Map<string, number[]>> {
-    const { live } = await this.jobs.nodes();
+  async latencyCounts(live?: readonly string[]): Promise<Map<string, number[]>> {
+    live ??= (await this.jobs.nodes()).live;
     const out = new Map<string, number[]>();
     for (const snapshot of await this.jobs.nodeSnapshots(live)) {
       for (const [field, value] of Object.entries(snapshot)) {

@@ -61,7 +61,8 @@ export class LatencyWindow {
 
 /** One sample of the server as it is now (without its time: the store adds the slot's). */
 export async function sampleNow(api: AdminApi, window = new LatencyWindow()): Promise<Omit<Sample, 't'>> {
-  const [{ totals, sidecars }, oldest, latencies] = await Promise.all([api.overview(), api.oldestTubes(OLDEST_TUBES), api.latencyCounts()]);
+  const [{ totals, sidecars }, oldest] = await Promise.all([api.overview(), api.oldestTubes(OLDEST_TUBES)]);
+  const latencies = await api.latencyCounts(sidecars.map((s) => s.id));
   const summed = (field: string) => sidecars.reduce((n, s) => n + Number(s.counters[field] ?? 0), 0);
   return {
     ready: totals.ready, reserved: totals.reserved, delayed: totals.delayed, buried: totals.buried,

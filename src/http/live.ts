@@ -54,7 +54,9 @@ export class LiveFeed {
     this.reading = true;
     try {
       const tubes = [...new Set([...this.clients].flatMap((c) => (c.tube === null ? [] : [c.tube])))];
-      const [overview, counted, latencies] = await Promise.all([this.api.overview(), this.api.counts(tubes), this.api.latencies(tubes)]);
+      // The sidecars the overview found are those whose wait and run counts add up (no second look).
+      const [overview, counted] = await Promise.all([this.api.overview(), this.api.counts(tubes)]);
+      const latencies = await this.api.latencies(tubes, overview.sidecars.map((s) => s.id));
       const at = Date.now();
       for (const c of this.clients) {
         const view: Record<string, unknown> = { ...overview };

@@ -48,8 +48,8 @@ export interface CallGroups {
 }
 
 /** Items grouped by shard, each group in the items' order. */
-export function byShard<T>(items: Iterable<T>, shardOf: (item: T) => number): Map<number, T[]> {
-  const groups = new Map<number, T[]>();
+export function byShard<T, K = number>(items: Iterable<T>, shardOf: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
   for (const item of items) {
     const s = shardOf(item);
     const group = groups.get(s);
@@ -104,13 +104,12 @@ export class ShardedJobStore implements JobStore {
   /** A turn's batches: those of one call group in one call, the others each in their own. */
   private sendTaken(taken: Taken): void {
     const groups = this.groups;
-    const joining = new Map<string, Array<readonly [Batcher, AnyJobOp[]]>>();
-    for (const item of taken) {
-      const group = groups && taken.length > 1 ? groups.groupOf(this.shardOf.get(item[0])!) : null;
-      if (group === null) item[0].send(item[1]);
-      else joining.set(group, [...(joining.get(group) ?? []), item]);
-    }
+    const joining = byShard(taken, ([batcher]) => (groups && taken.length > 1 ? groups.groupOf(this.shardOf.get(batcher)!) : null));
     for (const [group, members] of joining) {
+      if (group === null) {
+        for (const [batcher, batch] of members) batcher.send(batch);
+        continue;
+      }
       for (const call of this.byCallSize(members)) {
         if (call.length === 1) call[0]![0].send(call[0]![1]);
         else this.sendJoined(group, call);

@@ -12,7 +12,7 @@
 // TRYAGAIN) as ever.
 import { Cluster, type Redis } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import { NothingRan, type CallGroups, type Section } from '../sharded.js';
+import { byShard, NothingRan, type CallGroups, type Section } from '../sharded.js';
 import type { OpResult } from '../ops.js';
 import { StoreError } from '../errors.js';
 import type { Layout } from '../layout.js';
@@ -93,11 +93,7 @@ export class NodeCalls implements CallGroups {
    */
   private async everyShard<R>(script: string, callOf: (shard: number) => ScriptCall | Promise<ScriptCall>,
     alone: (shard: number) => Promise<R>, result: (raw: unknown) => R): Promise<R[]> {
-    const groups = new Map<string | null, number[]>();
-    this.shards.forEach((_, shard) => {
-      const group = this.groupOf(shard);
-      groups.set(group, [...(groups.get(group) ?? []), shard]);
-    });
+    const groups = byShard(this.shards.keys(), (shard) => this.groupOf(shard));
     const out: R[] = new Array(this.shards.length);
     await Promise.all([...groups].map(async ([group, shards]) => {
       if (group === null || shards.length === 1) {
