@@ -12,7 +12,7 @@ export const GENERATED_PATH = path.resolve(path.dirname(fileURLToPath(import.met
 
 const ARG_TS: Record<string, string> = {
   u32: 'number', seconds: 'number', timeout: 'number', 'lenient-u32': 'number',
-  u64: 'string', tube: 'string', 'tube-lenient': 'string', name: 'string', token: 'string',
+  u64: 'string', tube: 'string', 'tube-lenient': 'string', name: 'string', token: 'string', key: 'string',
 };
 const FIELD_TS: Record<FieldType, string> = { integer: 'number', id: 'string', string: 'string', boolean: 'boolean', decimal: 'string' };
 
@@ -30,7 +30,8 @@ export function generateProtocolTypes(): string {
     'export interface CommandArgs {',
   ];
   for (const c of PROTOCOL.commands) {
-    out.push(`  '${c.name}': [${c.args.map((a) => `${a.name.replace(/-(.)/g, (_m, ch: string) => ch.toUpperCase())}: ${ARG_TS[a.type]}`).join(', ')}];`);
+    const argType = (a: (typeof c.args)[number]) => (a.type === 'choice' ? a.values!.map((v) => `'${v}'`).join(' | ') : ARG_TS[a.type]);
+    out.push(`  '${c.name}': [${c.args.map((a) => `${a.name.replace(/-(.)/g, (_m, ch: string) => ch.toUpperCase())}: ${argType(a)}`).join(', ')}];`);
   }
   out.push('}', '', 'export type CommandName = keyof CommandArgs;');
   const documents: string[] = [];

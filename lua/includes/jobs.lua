@@ -20,6 +20,16 @@
 --   KEYS[9] ready-tubes set    the tubes whose ready set is not empty (a reserve over
 --                             thousands of watched tubes looks only at these)
 --   KEYS[10] bodies    hash   id -> body, of the jobs whose body is kept apart
+--   and, derived from the tag (the same slot), for put-with and tube-set:
+--   <tag>:tube-settings hash   tube name -> "max-reserved reserve-rate dedup-window"
+--                              (only tubes with a setting; outlives the tube)
+--   <tag>:unique       hash   "<tube> <key>" -> id of the job put-with that key
+--   <tag>:unique-gone  zset   "<tube> <key>" -> ms when it is forgotten (its job
+--                              was deleted: the tube's dedup window runs)
+--   <tag>:expiring     zset   expiry ms, member member(id)..tube (put-with jobs
+--                              not reserved yet; swept by promoteDue.lua)
+--   <tube meta>:spent  zset   job id -> ms of a reserve of the tube's, the last
+--                              second's (a tube with a reserve-rate)
 --   per tube i (base = 10 + 5*(i-1)): meta hash, ready zset (score pri, member
 --   member(id)), delayed zset (score ready-at), buried zset (score bury order),
 --   refs hash (sidecar id -> connections using or watching the tube)
@@ -35,12 +45,14 @@
 -- costs its Lua <-> Redis crossing and, Redis replicating scripts by their
 -- effects, its own AOF/replica entry.
 local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY, K_BODIES -- this call's (begin_jobs)
+local K_EXPIRING -- derived from the tag (begin_jobs)
 local GLOBALS = 10
 
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local URGENT = 1023 -- pri < 1024 counts as urgent
 
 --- @include "clock"
+--- @include "unique"
 
 -- Zset member of a job id: its digit count as one character, then the id.
 -- Members sort in id order (fewer digits first), so a zset of equal scores
@@ -76,9 +88,14 @@ end
 -- Job record fields, by index in the msgpack array. The counters come last
 -- and trailing zeros are not stored: a fresh job's metadata is ~20 bytes.
 -- F_APART is 1 when the body is kept in K_BODIES (0, so not stored, else).
+-- put-with's: F_KEY its key (0: none), F_EXPIRES ms when it expires unless
+-- reserved (0: never, or reserved once), F_EXPIRY_BURY 1 to bury it then;
+-- F_LIMITED 1 while it is reserved from a tube with max-reserved (its leaving
+-- frees a slot: wake a waiter). Plain jobs leave them 0, so not stored.
 local F_PRI, F_DELAY, F_TTR, F_STATE, F_CREATED, F_DUE, F_OWNER, F_TUBE,
       F_RESERVES, F_TIMEOUTS, F_RELEASES, F_BURIES, F_KICKS, F_APART = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
-local FIELDS, COUNTERS_FROM = 14, 9
+local F_KEY, F_EXPIRES, F_EXPIRY_BURY, F_LIMITED = 15, 16, 17, 18
+local FIELDS, COUNTERS_FROM = 18, 9
 
 -- Bodies this long or longer are kept apart. Below it, copying the body into
 -- the record again at each change of state costs Redis no more than a second
@@ -207,8 +224,10 @@ local function add_job(id, j, body)
   save_job(id, j)
 end
 
-local function delete_job(id)
+local function delete_job(T, id)
   local j = jobs_meta[id]
+  if j and j[F_KEY] ~= 0 then forget_key_later(T.name, j[F_KEY]) end
+  if j and j[F_EXPIRES] ~= 0 then redis.call('ZREM', K_EXPIRING, member(id) .. T.name) end
   if not jobs_unstored[id] then
     jobs_to_delete[#jobs_to_delete + 1] = id
     if j and j[F_APART] == 1 then bodies_to_delete[#bodies_to_delete + 1] = id end
@@ -434,7 +453,16 @@ local function enter_delayed(T, id, j, due, later)
   add_member(K_DELAYED, j[F_DUE], m .. T.name, later)
 end
 
-local function leave_reserved(T, id)
+-- Slots freed under max-reserved (a job of a tube with one left its
+-- reservation): tube name -> { T = tube, n = slots }.
+local freed
+
+local function leave_reserved(T, id, j)
+  if j[F_LIMITED] == 1 then
+    j[F_LIMITED] = 0
+    local f = freed[T.name]
+    if f then f.n = f.n + 1 else freed[T.name] = { T = T, n = 1 } end
+  end
   local m = member(id) .. T.name
   -- A reservation made in this script is not in the zset: nothing to remove.
   if in_zset[m] or not deadlines[m] then unreserved[m] = true end
@@ -454,10 +482,14 @@ local function leave_state(T, id, j)
   if s == READY then unready(T, member(id), j[F_PRI])
   elseif s == DELAYED then leave_delayed(T, id)
   elseif s == BURIED then unbury(T, member(id))
-  else leave_reserved(T, id) end
+  else leave_reserved(T, id, j) end
 end
 
 local function enter_reserved(T, id, j, now, owner)
+  if j[F_EXPIRES] ~= 0 then -- reserved in time: it never expires now
+    redis.call('ZREM', K_EXPIRING, member(id) .. T.name)
+    j[F_EXPIRES] = 0
+  end
   j[F_STATE] = RESERVED
   j[F_OWNER] = owner
   j[F_DUE] = now + j[F_TTR] * 1000
@@ -507,7 +539,11 @@ end
 -- was ready before, so its own wake-up is still on its way.
 local function notify_net_ready(channel)
   for name, n in pairs(net_ready) do notify_ready(channel, name, n) end
-  net_ready = {}
+  -- A slot freed under max-reserved lets a waiter take a job that was ready before.
+  for name, f in pairs(freed) do
+    if (net_ready[name] or 0) <= 0 then notify_ready(channel, name, math.min(f.n, redis.call('ZCARD', f.T.ready))) end
+  end
+  net_ready, freed = {}, {}
 end
 
 -- The tubes in list-tubes order, kept as beanstalkd keeps its array of
@@ -537,7 +573,7 @@ local function collect_tube(T, now)
   if redis.call('ZCARD', T.ready) + redis.call('ZCARD', T.delayed) + redis.call('ZCARD', T.buried) > 0 then return false end
   local meta = redis.call('HMGET', T.meta, 'reserved', 'num')
   if tonumber(meta[1] or '0') > 0 then return false end
-  redis.call('DEL', T.meta, T.refs)
+  redis.call('DEL', T.meta, T.refs, T.meta .. ':spent') -- and its reserve-rate's last second (includes/limits.lua)
   unlist_tube(T.name)
   if meta[2] then redis.call('HDEL', K_TUBE_NAMES, meta[2]) end
   return true
@@ -549,6 +585,8 @@ local function ensure_tube(T)
   if num then return tonumber(num) end
   num = redis.call('HINCRBY', K_STATS, 'tube-seq', 1)
   redis.call('HSET', T.meta, 'num', num)
+  local settings = redis.call('HGET', K_SETTINGS, T.name)
+  if settings then redis.call('HSET', T.meta, 'settings', settings) end
   redis.call('HSET', K_TUBE_NAMES, num, T.name)
   redis.call('ZADD', K_TUBES, redis.call('ZCARD', K_TUBES), T.name)
   return num
@@ -604,7 +642,7 @@ local function expire_reservations(by_name, now, limit, moved)
       if not j or j[F_STATE] ~= RESERVED then
         redis.call('ZREM', K_RESERVED, m) -- stale member of a job that is gone
       else
-        leave_reserved(T, id)
+        leave_reserved(T, id, j)
         j[F_TIMEOUTS] = j[F_TIMEOUTS] + 1
         redis.call('HINCRBY', K_STATS, 'job-timeouts', 1)
         enter_ready(T, id, j)
@@ -638,10 +676,11 @@ local function begin_jobs()
   K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY, K_BODIES =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
   TAG = string.sub(K_JOBS, 1, -6)
+  K_EXPIRING = TAG .. ':expiring'
   jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored = {}, {}, {}, {}, {}
   jobs_to_write, jobs_to_delete, bodies_to_delete, bodies_apart = {}, {}, {}, nil
   moved_ready, moved_urgent, moved_buried = 0, 0, 0
-  touched, touched_tube, net_ready = {}, {}, {}
+  touched, touched_tube, net_ready, freed = {}, {}, {}, {}
   deadlines, unreserved, in_zset, reserved_moved = {}, {}, {}, {}
   queued_adds, queued_order = {}, {}
   leases = {}

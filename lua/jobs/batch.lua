@@ -11,6 +11,11 @@
           'p' t pri delay run ttr body  put                    -> id
                                       (run: ms of the delay already gone by,
                                       since the command arrived at the sidecar)
+          'q' t pri delay run ttr key expire bury body
+                                      put-with                 -> id | {id}
+                                      (key '-': none; expire s, 0: never; bury
+                                      1: bury on expiry; {id}: DUPLICATE, the
+                                      job of that key, nothing stored)
           'i'                         use up a job id          -> id
                                       (a put that ends in EXPECTED_CRLF or
                                       DRAINING, as beanstalkd)
@@ -57,6 +62,7 @@
 --- @variant allow-oom
 --- @variant sections
 --- @include "jobs"
+--- @include "limits"
 
 -- The helpers below are made once, when the library loads; the state of the
 -- call they work on is set afresh by begin_batch (at the end of them), and the
@@ -68,7 +74,7 @@ local created, now, shards, shard, Ts, by_name
 local inserted, deleted, emptied
 
 -- The fields after each op's code ('v': 3, then its k tubes).
-local OP_FIELDS = { p = 6, i = 0, d = 3, r = 6, b = 4, t = 3, v = 3, w = 3, s = 4, k = 3, x = 1 }
+local OP_FIELDS = { p = 6, q = 9, i = 0, d = 3, r = 6, b = 4, t = 3, v = 3, w = 3, s = 4, k = 3, x = 1 }
 local function op_length(a)
   local op = ARGV[a]
   local n = OP_FIELDS[op]
@@ -103,11 +109,20 @@ end
 -- Jobs put by this call whose zset members may still be queued.
 local put_here
 
-local function put(ti, pri, delay, run, ttr, body)
+-- put-with's fields: a key ('-': none), expiry s (0: never) and what it does (bury 1).
+local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
   local T = Ts[ti]
   T.num = T.num or ensure_tube(T)
   local id = next_id()
-  local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0, 0 }
+  local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  if key and key ~= '-' then
+    j[F_KEY] = key
+    remember_key(T.name, key, id)
+  end
+  if expire and expire > 0 then
+    j[F_EXPIRES], j[F_EXPIRY_BURY] = now + expire * 1000, bury
+    redis.call('ZADD', K_EXPIRING, j[F_EXPIRES], member(id) .. T.name)
+  end
   wait_or_ready(ti, id, j, delay, run, true, true)
   add_job(id, j, body)
   put_here[id] = true
@@ -115,11 +130,25 @@ local function put(ti, pri, delay, run, ttr, body)
   return id
 end
 
+-- A put-with of a key the tube knows stores nothing: {id of its job} (DUPLICATE).
+local function put_with(ti, pri, delay, run, ttr, key, expire, bury, body)
+  if key ~= '-' then
+    local T = Ts[ti]
+    local first = key_owner(T.name, key)
+    if first then
+      T.num = T.num or ensure_tube(T)
+      redis.call('HINCRBY', T.meta, 'duplicate-puts', 1)
+      return { first }
+    end
+  end
+  return put(ti, pri, delay, run, ttr, body, key, expire, bury)
+end
+
 local function delete(owner, id, ti)
   local j = load_job(id)
   if not j or (j[F_STATE] == RESERVED and j[F_OWNER] ~= owner) then return 0 end
   leave_state(Ts[ti], id, j)
-  delete_job(id)
+  delete_job(Ts[ti], id)
   deleted[ti] = deleted[ti] + 1
   emptied[ti] = true
   return 1
@@ -129,7 +158,7 @@ local function release(owner, id, ti, pri, delay, run)
   local j = load_reserved_by(id, owner)
   if not j then return 0 end
   local T = Ts[ti]
-  leave_reserved(T, id)
+  leave_reserved(T, id, j)
   j[F_PRI] = pri
   j[F_DELAY] = delay
   j[F_RELEASES] = j[F_RELEASES] + 1
@@ -142,7 +171,7 @@ local function bury(owner, id, ti, pri)
   local j = load_reserved_by(id, owner)
   if not j then return 0 end
   local T = Ts[ti]
-  leave_reserved(T, id)
+  leave_reserved(T, id, j)
   j[F_PRI] = pri
   j[F_BURIES] = j[F_BURIES] + 1
   enter_buried(T, id, j)
@@ -231,7 +260,7 @@ local function current_watch(owner, ver)
 end
 
 -- Housekeeping for reserves, once per batch (and once per tube looked at).
-local expired, promoted_all, promoted, pause_until, named
+local expired, promoted_all, promoted, named
 
 -- A tube's keys: from this call's KEYS, or derived from its name.
 local function tube_for(name)
@@ -267,15 +296,6 @@ local function tidy(tubes, watched)
   end
 end
 
-local function paused_until(T)
-  local p = pause_until[T.name]
-  if not p then
-    p = tonumber(redis.call('HGET', T.meta, 'pause-until') or '0')
-    pause_until[T.name] = p
-  end
-  return p
-end
-
 -- The watched tubes with ready jobs: ready-tubes, and the tubes this call has
 -- moved jobs of (written to ready-tubes at its end).
 local function with_ready_jobs(watched)
@@ -293,14 +313,18 @@ local function with_ready_jobs(watched)
   return look
 end
 
--- Nothing now: in how many ms may something become reservable (a delay or a pause ending), or -1.
+-- Nothing now: in how many ms may something become reservable (a delay, a
+-- pause or a limit ending), or -1.
 local function wake_after(tubes, look, watched)
   local wake = -1
   local function wake_at(t)
     if wake < 0 or t < wake then wake = t end
   end
   for _, T in ipairs(look) do
-    if paused_until(T) > now and redis.call('ZCARD', T.ready) > 0 then wake_at(paused_until(T)) end
+    if slots(T, now) == 0 and redis.call('ZCARD', T.ready) > 0 then
+      local at = reopens_at(T, now)
+      if at then wake_at(at) end
+    end
   end
   if not watched then
     for _, T in ipairs(tubes) do
@@ -323,12 +347,12 @@ local function wake_after(tubes, look, watched)
   return wake - now
 end
 
--- The most urgent ready job of the tubes in `look` that are not paused: its
--- tube, priority and member, or nil.
+-- The most urgent ready job of the tubes in `look` that may hand one out
+-- (not paused, not at a limit): its tube, priority and member, or nil.
 local function most_urgent(look)
   local best, best_pri, best_member
   for _, T in ipairs(look) do
-    if paused_until(T) <= now then
+    if slots(T, now) > 0 then
       local top = redis.call('ZRANGE', T.ready, 0, 0, 'WITHSCORES')
       if top[1] then
         local pri = tonumber(top[2])
@@ -348,8 +372,9 @@ end
 local function candidates(look, k)
   local found = {}
   for _, T in ipairs(look) do
-    if paused_until(T) <= now then
-      local top = redis.call('ZRANGE', T.ready, 0, k - 1, 'WITHSCORES')
+    local room = math.min(k, slots(T, now))
+    if room > 0 then
+      local top = redis.call('ZRANGE', T.ready, 0, room - 1, 'WITHSCORES')
       for i = 1, #top, 2 do found[#found + 1] = { tonumber(top[i + 1]), top[i] } end
     end
   end
@@ -367,13 +392,14 @@ local function candidates(look, k)
 end
 
 -- Takes up to `count` of the most urgent ready jobs of the tubes in `look`
--- that are not paused out of their ready sets: {T, member, ...}. One tube: one
--- ZPOPMIN; several: the best of their tops.
+-- that may hand them out (not paused, within their limits) out of their ready
+-- sets: {T, member, ...}. One tube: one ZPOPMIN; several: the best of their tops.
 local function take_ready(look, count)
   if #look == 1 then
     local T = look[1]
-    if paused_until(T) > now then return {} end
-    local popped, out = pop_ready(T, count), {}
+    local room = slots(T, now)
+    if room == 0 then return {} end
+    local popped, out = pop_ready(T, math.min(count, room)), {}
     for k = 1, #popped, 2 do out[#out + 1], out[#out + 2] = T, popped[k] end
     return out
   end
@@ -419,6 +445,7 @@ local function reserve(owner, n, tubes, watched, tell)
       if j then -- else a stale member of a job that is gone: look again
         local waited = waited_ms(j, now)
         enter_reserved(T, id, j, now, owner)
+        take_slot(T, id, j, now)
         save_job(id, j)
         local t = #taken
         taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4], taken[t + 5] = id, j[F_TTR], job_body(id), T.name, waited
@@ -442,7 +469,7 @@ local function begin_batch()
   for i = 1, #Ts do inserted[i], deleted[i] = 0, 0 end
   last_seq = 0
   put_here = {}
-  expired, promoted_all, promoted, pause_until, named = false, false, {}, {}, {}
+  expired, promoted_all, promoted, named = false, false, {}, {}
 end
 
 --- @call
@@ -457,7 +484,7 @@ do
   while a <= #ARGV do
     local op, len = ARGV[a], op_length(a)
     if not len then return redis.error_reply('ERR batch: unknown op ' .. tostring(op)) end
-    if op == 'p' or op == 'i' then
+    if op == 'p' or op == 'q' or op == 'i' then
       ids_wanted = ids_wanted + 1
     elseif RESERVES[op] then
       last_reserve = a
@@ -468,7 +495,11 @@ do
   end
 end
 prefetch_jobs(ids_named)
-if ids_wanted > 0 then last_seq = redis.call('INCRBY', K_SEQ, ids_wanted) - ids_wanted end
+local ids_end = 0
+if ids_wanted > 0 then
+  ids_end = redis.call('INCRBY', K_SEQ, ids_wanted)
+  last_seq = ids_end - ids_wanted
+end
 
 local results = {}
 local a = FIRST_OP
@@ -482,6 +513,9 @@ while a <= #ARGV do
     r = -3
   elseif op == 'p' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 6])
+  elseif op == 'q' then
+    r = put_with(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]),
+      ARGV[a + 6], tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]), ARGV[a + 9])
   elseif op == 'i' then
     r = next_id()
   elseif op == 'd' then
@@ -517,6 +551,8 @@ while a <= #ARGV do
   a = a + op_length(a)
 end
 
+-- A put-with answered DUPLICATE took no id: hand the sequence's last ones back, so ids stay consecutive.
+if last_seq < ids_end then redis.call('DECRBY', K_SEQ, ids_end - last_seq) end
 -- The records, reservations and counts kept back, before collect_tube reads them.
 write_back()
 local total = 0

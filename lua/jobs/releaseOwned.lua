@@ -33,7 +33,7 @@ for a = 4 + n, #ARGV, 2 do
   local id, ti = ARGV[a], tonumber(ARGV[a + 1])
   local j = held(id)
   if j then
-    leave_reserved(Ts[ti], id)
+    leave_reserved(Ts[ti], id, j)
     enter_ready(Ts[ti], id, j)
     save_job(id, j)
     moved[ti] = moved[ti] + 1

@@ -4,7 +4,7 @@
 // their replies are made by the completions at the end of this file.
 import { jobReply, line, REPLY } from '../protocol/replies.js';
 import { COMMANDS } from '../protocol/spec.js';
-import { delayRun, jobOps, type Completion, type JobOp } from '../store/ops.js';
+import { delayRun, jobOps, type Completion, type JobOp, type Stored } from '../store/ops.js';
 import type { PeekState } from '../store/job-store.js';
 import type { BatchRules, Handlers, Services, Session } from './session.js';
 
@@ -13,7 +13,7 @@ const MAX_RUN = 100;
 /** Its stats counter, as the spec declares it (the dispatcher counts the first of a run). */
 const RESERVE_TIMEOUT_COUNTER = COMMANDS.find((c) => c.name === 'reserve-with-timeout')!.counter!;
 
-type JobCommand = 'put' | 'peek' | 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve-with-timeout'
+type JobCommand = 'put' | 'put-with' | 'peek' | 'peek-ready' | 'peek-delayed' | 'peek-buried' | 'reserve-with-timeout'
   | 'reserve-job' | 'reserve' | 'delete' | 'release' | 'bury' | 'kick' | 'kick-job' | 'touch' | 'reserve-many';
 
 export const jobHandlers: Handlers<JobCommand> = {
@@ -23,6 +23,12 @@ export const jobHandlers: Handlers<JobCommand> = {
     if (svc.draining()) return s.submit(jobOps.burnId(s, refusedDraining, s.used));
     // A ttr of 0 would expire at once; beanstalkd raises it to 1 second.
     s.submit(jobOps.put(s, inserted, s.used, pri, delay, Math.max(1, ttr), body, s.arrivedAt));
+  },
+
+  'put-with'(s, [key, expire, onExpiry, pri, delay, ttr], svc, body) {
+    if (!body) return s.submit(jobOps.burnId(s, expectedCrlf, s.used));
+    if (svc.draining()) return s.submit(jobOps.burnId(s, refusedDraining, s.used));
+    s.submit(jobOps.putWith(s, stored, s.used, key, expire, onExpiry === 'bury', pri, delay, Math.max(1, ttr), body, s.arrivedAt));
   },
 
   async peek(s, [id], svc) {
@@ -86,6 +92,7 @@ const heldHere = (s: Session, [id]: [id: string, ...unknown[]]) => s.reserved.ha
 /** The job commands that join the batch (a put's framing is checked by the dispatcher). */
 export const jobBatchRules: BatchRules = {
   put: () => true,
+  'put-with': () => true,
   delete: heldHere,
   release: heldHere,
   bury: heldHere,
@@ -103,6 +110,14 @@ const refusedDraining = completion<string>(() => REPLY.DRAINING);
 
 const inserted = completion<string>((s, op, id) => {
   if (op.delay > 0) s.dueIn(op.delay * 1000 - delayRun(op));
+  return line(`INSERTED ${id}`);
+});
+
+const stored = completion<Stored>((s, op, { id, duplicate }) => {
+  if (duplicate) return line(`DUPLICATE ${id}`);
+  // The promotion timer wakes for the job's delay and its expiry.
+  if (op.delay > 0) s.dueIn(op.delay * 1000 - delayRun(op));
+  if (op.expire > 0) s.dueIn(op.expire * 1000);
   return line(`INSERTED ${id}`);
 });
 

@@ -30,6 +30,8 @@ export interface CommandArgs {
   'pause-tube': [tube: string, delay: number];
   'auth': [token: string];
   'reserve-many': [count: number, timeout: number];
+  'put-with': [key: string, expire: number, onExpiry: 'delete' | 'bury', pri: number, delay: number, ttr: number, bytes: number];
+  'tube-set': [tube: string, setting: 'max-reserved' | 'reserve-rate' | 'dedup-window', value: number];
   'enter': [room: string, user: string];
   'check': [room: string, user: string];
   'leave': [room: string, user: string];
@@ -101,6 +103,10 @@ export interface ServerStats {
   'cmd-pause-tube': number;
   /** reserve-many commands received by every live sidecar since it started */
   'cmd-reserve-many': number;
+  /** put-with commands received by every live sidecar since it started */
+  'cmd-put-with': number;
+  /** tube-set commands received by every live sidecar since it started */
+  'cmd-tube-set': number;
   /** reservations that ran out of time (cumulative) */
   'job-timeouts': number;
   /** jobs created (cumulative) */
@@ -181,6 +187,16 @@ export interface TubeStats {
   'pause': number;
   /** seconds until the pause ends */
   'pause-time-left': number;
+  /** most jobs of the tube reserved at once (tube-set; 0: no cap) */
+  'max-reserved': number;
+  /** most reserves of the tube's jobs in any one second (tube-set; 0: no cap) */
+  'reserve-rate': number;
+  /** seconds a deleted job's put-with key is remembered (tube-set) */
+  'dedup-window': number;
+  /** jobs put-with an expiry that no reserve took in time (deleted or buried) */
+  'jobs-expired': number;
+  /** put-with commands answered DUPLICATE (nothing stored) */
+  'duplicate-puts': number;
 }
 
 /** The `stats-job` document, in print order. */

@@ -1,7 +1,7 @@
 // Command-line parsing with beanstalkd's exact rules (prot.c: which_cmd,
 // read_u32/read_u64/read_tube_name, strtoul for kick). A line arrives here
 // without its CRLF; framing (line limit, bodies) lives in server/connection.ts.
-import { LIMITS, LONGEST_MATCH, MATCH_ORDER, isValidName, nameSpan, type CommandSpec } from './spec.js';
+import { KEY_BYTES, LIMITS, LONGEST_MATCH, MATCH_ORDER, isValidName, nameSpan, type CommandSpec } from './spec.js';
 
 export interface ParsedCommand {
   spec: CommandSpec;
@@ -95,6 +95,20 @@ export function parseCommand(line: string): ParsedCommand | ParseError {
         if (!isValidName(name)) return ParseError.BadFormat;
         args.push(name);
         i += name.length;
+        break;
+      }
+      case 'key': case 'choice': {
+        // A word, after one space unless it is the first: a put-with key
+        // (`-`: none; printable bytes but space), or one of a choice's words.
+        if (i > spec.match.length) {
+          if (line.charCodeAt(i) !== SPACE) return ParseError.BadFormat;
+          i++;
+        }
+        const end = line.indexOf(' ', i);
+        const word = line.slice(i, end < 0 ? line.length : end);
+        if (arg.type === 'choice' ? !arg.values!.includes(word) : word.length > KEY_BYTES || !/^[\x21-\x7e]+$/.test(word)) return ParseError.BadFormat;
+        args.push(word);
+        i += word.length;
         break;
       }
       case 'token': {

@@ -2,15 +2,15 @@
 // source shared with clients and tests) and turned into lookup structures.
 import commandsJson from '../../protocol/commands.json' with { type: 'json' };
 
-export type ArgType = 'u32' | 'u64' | 'seconds' | 'timeout' | 'lenient-u32' | 'tube' | 'tube-lenient' | 'name' | 'token';
+export type ArgType = 'u32' | 'u64' | 'seconds' | 'timeout' | 'lenient-u32' | 'tube' | 'tube-lenient' | 'name' | 'token' | 'key' | 'choice';
 
 export interface CommandSpec {
   name: string;
   /** Literal prefix, lower case. */
   match: string;
   exact?: boolean;
-  /** min/max bound u32, seconds and timeout values. */
-  args: Array<{ name: string; type: ArgType; min?: number; max?: number }>;
+  /** min/max bound u32, seconds and timeout values; `values` are a choice's words. */
+  args: Array<{ name: string; type: ArgType; min?: number; max?: number; values?: string[] }>;
   trailing?: 'reject' | 'ignore';
   body?: { lengthFrom: string; terminator: string };
   role?: 'producer' | 'worker';
@@ -61,6 +61,9 @@ export function nameSpan(s: string, i: number): number {
   while (j < s.length && NAME_CHAR[s.charCodeAt(j)] === 1) j++;
   return j - i;
 }
+
+/** The longest put-with key. */
+export const KEY_BYTES = 128;
 
 /** beanstalkd's name_is_ok: 1..200 name characters, not starting with '-'. */
 export function isValidName(s: string): boolean {

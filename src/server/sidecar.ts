@@ -188,7 +188,7 @@ export class Sidecar implements ConnectionHost {
     }
     this.backend.jobs.submit(op);
     // A job about to be ready goes to a waiter of this sidecar in the same call.
-    if ((op.code === OpCode.Put || op.code === OpCode.Release) && readyAtOnce(op)) this.waiters.readying(op.tube);
+    if ((op.code === OpCode.Put || op.code === OpCode.PutWith || op.code === OpCode.Release) && readyAtOnce(op)) this.waiters.readying(op.tube);
   }
 
   dueIn(ms: number): void {

@@ -85,6 +85,8 @@ export class StatsCollector implements StatsSource {
       'current-using': use('using', others), 'current-watching': use('watching', others), 'current-waiting': waiting,
       'cmd-delete': t.cmdDelete, 'cmd-pause-tube': t.cmdPauseTube,
       pause: t.pause, 'pause-time-left': wholeSeconds(t.pauseLeftUs),
+      'max-reserved': t.maxReserved, 'reserve-rate': t.reserveRate, 'dedup-window': t.dedupWindow,
+      'jobs-expired': t.jobsExpired, 'duplicate-puts': t.duplicatePuts,
     };
   }
 

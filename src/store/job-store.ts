@@ -15,7 +15,12 @@ export interface JobInfo {
 export interface TubeCounts {
   urgent: number; ready: number; reserved: number; delayed: number; buried: number;
   totalJobs: number; cmdDelete: number; cmdPauseTube: number; pause: number; pauseLeftUs: number;
+  /** The tube's settings (tube-set) and its put-with counts. */
+  maxReserved: number; reserveRate: number; dedupWindow: number; jobsExpired: number; duplicatePuts: number;
 }
+
+/** What tube-set sets (lua/includes/settings.lua). */
+export type TubeSetting = 'max-reserved' | 'reserve-rate' | 'dedup-window';
 
 export interface TotalCounts { tubes: Map<string, TubeCounts>; totalJobs: number; jobTimeouts: number }
 
@@ -75,6 +80,8 @@ export interface JobCalls {
    */
   releaseHeldBy(owner: string): Promise<number>;
   pauseTube(tube: string, delaySeconds: number): Promise<boolean>;
+  /** One setting of a tube, kept whether or not the tube exists (tube-set). */
+  tubeSet(tube: string, setting: TubeSetting, value: number): Promise<void>;
 
   peekJob(id: string): Promise<PeekedJob | null>;
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null>;

@@ -83,6 +83,8 @@ export class ShardKeys {
   /** All tubes' delayed jobs and reservations, by due time (the promotion timer reads them). */
   readonly delayed: string;
   readonly reserved: string;
+  /** put-with jobs not reserved yet, by when they expire (lua/includes/jobs.lua derives it too). */
+  readonly expiring: string;
   /** Counters: total-jobs, job-timeouts, and the jobs of all tubes by state. */
   readonly stats: string;
   /** The tubes that have ready jobs. */
@@ -104,6 +106,7 @@ export class ShardKeys {
     this.nodes = `${t}:nodes`;
     this.delayed = `${t}:delayed`;
     this.reserved = `${t}:reserved`;
+    this.expiring = `${t}:expiring`;
     this.stats = `${t}:stats`;
     this.readyTubes = `${t}:ready-tubes`;
     this.bodies = `${t}:bodies`;

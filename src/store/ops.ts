@@ -3,7 +3,7 @@
 // each kind fixes the type of its result, so completions need no casts.
 
 /** The op kinds (also lua/jobs/batch.lua's op codes). */
-export const enum OpCode { Put = 'p', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v', Candidate = 'c', DropWatch = 'x' }
+export const enum OpCode { Put = 'p', PutWith = 'q', BurnId = 'i', Delete = 'd', Release = 'r', Bury = 'b', Touch = 't', Reserve = 'v', Candidate = 'c', DropWatch = 'x' }
 
 export interface ReservedJob {
   id: string; tube: string; ttr: number; body: Buffer;
@@ -21,14 +21,17 @@ export interface Reservation { jobs: ReservedJob[]; drained: boolean }
 /** A job a reserve would take in one shard: its priority and when it was put (ms on the store's clock). */
 export interface Candidate { pri: number; createdMs: number }
 
+/** put-with: the job's id; duplicate: nothing was stored, the id is of the job put with that key before. */
+export interface Stored { id: string; duplicate: boolean }
+
 /**
- * put / burn-id: the new id; delete, release, bury: whether it applied;
+ * put / burn-id: the new id; put-with: Stored; delete, release, bury: whether it applied;
  * touch: the job's ttr in seconds, 0 when it did not apply; reserve: the jobs
  * (1 to `count`), or ms until something may become reservable (-1: nothing
  * will without another command: the tubes are drained); candidates: the jobs a reserve of `count` would take, in its
  * order (1 to `count`), or the same ms; drop-watch: true.
  */
-export type OpResult = string | boolean | number | Reservation | Candidate[];
+export type OpResult = string | boolean | number | Reservation | Candidate[] | Stored;
 export type ReserveResult = Reservation | number;
 export type CandidateResult = Candidate[] | number;
 
@@ -57,6 +60,10 @@ export interface JobOp<C = unknown, R = OpResult> {
   readonly ttr: number;
   /** reserve: the most jobs to take (reserve-many); 1 otherwise. */
   readonly count: number;
+  /** put-with: its key ('-': none), seconds until it expires unless reserved (0: never), and whether it is buried then (else deleted). */
+  readonly key: string;
+  readonly expire: number;
+  readonly buryOnExpiry: boolean;
   readonly body: Buffer | null;
   /** The caller's context (a connection, a waiter), handed back to `done`. */
   readonly ctx: C;
@@ -64,10 +71,13 @@ export interface JobOp<C = unknown, R = OpResult> {
 }
 
 const NO_TUBES: readonly string[] = [];
+/** put-with's key when it has none. */
+export const NO_KEY = '-';
 
 function op<C, R>(code: OpCode, ctx: C, done: Completion<C, R>, owner: string, id: string, tube: string,
-  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null, count = 1, watch = -1, arrivedAt = 0): JobOp<C, R> {
-  return { code, owner, id, tube, tubes, watch, pri, delay, arrivedAt, ttr, count, body, ctx, done };
+  tubes: readonly string[], pri: number, delay: number, ttr: number, body: Buffer | null, count = 1, watch = -1, arrivedAt = 0,
+  key = NO_KEY, expire = 0, buryOnExpiry = false): JobOp<C, R> {
+  return { code, owner, id, tube, tubes, watch, pri, delay, arrivedAt, ttr, count, key, expire, buryOnExpiry, body, ctx, done };
 }
 
 /** How long a put's or release's delay has already run (ms): since its command arrived. */
@@ -80,6 +90,10 @@ export const readyAtOnce = (op: AnyJobOp): boolean => op.delay * 1000 <= delayRu
 export const jobOps = {
   put: <C>(ctx: C, done: Completion<C, string>, tube: string, pri: number, delay: number, ttr: number, body: Buffer, arrivedAt = Date.now()) =>
     op(OpCode.Put, ctx, done, '', '', tube, NO_TUBES, pri, delay, ttr, body, 1, -1, arrivedAt),
+  /** put-with: `key` may name a job put before (then nothing is stored); `expire` s, 0: never. */
+  putWith: <C>(ctx: C, done: Completion<C, Stored>, tube: string, key: string, expire: number, buryOnExpiry: boolean,
+    pri: number, delay: number, ttr: number, body: Buffer, arrivedAt = Date.now()) =>
+    op(OpCode.PutWith, ctx, done, '', '', tube, NO_TUBES, pri, delay, ttr, body, 1, -1, arrivedAt, key, expire, buryOnExpiry),
   /** A put that ends in EXPECTED_CRLF or DRAINING still uses up a job id (of the used tube's shard), as in beanstalkd. */
   burnId: <C>(ctx: C, done: Completion<C, string>, tube: string) =>
     op(OpCode.BurnId, ctx, done, '', '', tube, NO_TUBES, 0, 0, 0, null),

@@ -10,7 +10,7 @@
 // renewed in every shard, since each shard's scripts judge tube references by it.
 import { Batcher, LinkFlush, type BatchLimits, type Taken } from './batcher.js';
 import type { StoreError } from './errors.js';
-import type { BatchObserver, JobCalls, JobInfo, JobPage, JobQuery, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts } from './job-store.js';
+import type { BatchObserver, JobCalls, JobInfo, JobPage, JobQuery, JobStore, JobTotals, NodeSnapshot, PeekState, PeekedJob, ShardMap, TotalCounts, TubeSetting } from './job-store.js';
 import { jobOps, OpCode, type AnyJobOp, type OpResult, type ReservedJob } from './ops.js';
 import { reserveAcross, type TubeParts } from './reserve-across.js';
 
@@ -261,6 +261,7 @@ export class ShardedJobStore implements JobStore {
   kick(tube: string, bound: number): Promise<number> { return this.ofTube(tube).kick(tube, bound); }
   kickJob(id: string, tube: string): Promise<boolean> { return this.ofId(id).kickJob(id, tube); }
   pauseTube(tube: string, delaySeconds: number): Promise<boolean> { return this.ofTube(tube).pauseTube(tube, delaySeconds); }
+  tubeSet(tube: string, setting: TubeSetting, value: number): Promise<void> { return this.ofTube(tube).tubeSet(tube, setting, value); }
   peekJob(id: string): Promise<PeekedJob | null> { return this.ofId(id).peekJob(id); }
   peekTube(tube: string, state: PeekState): Promise<PeekedJob | null> { return this.ofTube(tube).peekTube(tube, state); }
   jobInfo(id: string): Promise<JobInfo | null> { return this.ofId(id).jobInfo(id); }

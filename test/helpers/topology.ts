@@ -4,12 +4,23 @@
 // TEST_CLUSTER_URL gives (started once by test/variants/cluster-setup.ts).
 // See test/variants/README.md.
 
+import { Cluster, Redis } from 'ioredis';
 export const testShards = Number(process.env.TEST_SHARDS ?? 1);
 export const testClusterUrl = process.env.TEST_CLUSTER_URL ?? '';
 /** The suites run on the shared test cluster: tests that drive or read one redis-server themselves are skipped. */
 export const onCluster = testClusterUrl !== '';
 /** Ids are not 1, 2, 3... with several shards (id = seq * shards + shard): the Wire helper shows them by put order. */
 export const rankedIds = testShards > 1;
+
+/** A Redis client of the data set the suites run against: the test's own Redis, or the shared cluster. */
+export function dataSetClient(redisUrl: string): Redis | Cluster {
+  if (!onCluster) return new Redis(redisUrl);
+  // redis-cluster://host:port,host:port,...
+  return new Cluster(testClusterUrl.slice('redis-cluster://'.length).split(',').map((node) => {
+    const [host, port] = node.split(':');
+    return { host: host!, port: Number(port) };
+  }));
+}
 
 /** The sidecar's port -> its data set (Redis and key prefix), so connections to sidecars of one data set share id ranks. */
 const prefixes = new Map<number | string, string>();

@@ -78,7 +78,7 @@ export class Wire {
   private ranked(line: string): string {
     const ranks = this.ranks!;
     if (line === 'EXPECTED_CRLF' || line === 'DRAINING') ranks.burn();
-    const m = /^(INSERTED|BURIED|RESERVED|FOUND) (\d+)(.*)$/.exec(line);
+    const m = /^(INSERTED|BURIED|RESERVED|FOUND|DUPLICATE) (\d+)(.*)$/.exec(line);
     if (!m) return line;
     // A job reserved before its put's reply was read (another connection's put) gets its rank now.
     return `${m[1]} ${ranks.learn(m[2]!)}${m[3]}`;

@@ -52,7 +52,7 @@ describe('protocol/commands.json', () => {
     ]);
     expect(COMMANDS.slice(25).every((c) => c.extension)).toBe(true);
     expect(COMMANDS.slice(25).map((c) => c.name)).toEqual([
-      'auth', 'reserve-many', 'enter', 'check', 'leave', 'room-config', 'room-rate', 'pause-room', 'room-lottery', 'stats-room', 'list-rooms',
+      'auth', 'reserve-many', 'put-with', 'tube-set', 'enter', 'check', 'leave', 'room-config', 'room-rate', 'pause-room', 'room-lottery', 'stats-room', 'list-rooms',
     ]);
     // No literal can shadow a later one in matching order (extensions first: `stats` would shadow `stats-room `).
     for (const [i, a] of MATCH_ORDER.entries()) {
@@ -150,6 +150,23 @@ describe('parseCommand', () => {
     // Matched by prefix like every command: `enter` without a space is no command.
     expect(parse('enter')).toBe(UC);
     expect(parse('stats-roomx')).toBe(BF); // still beanstalkd's malformed `stats`
+  });
+
+  it('parses put-with and tube-set: a key of printable bytes, choices by their words, one space apart', () => {
+    expect(parse('put-with order:7 30 bury 1 2 3 4')).toEqual({ name: 'put-with', args: ['order:7', 30, 'bury', 1, 2, 3, 4], trailing: false });
+    expect(parse(`put-with ${'~'.repeat(128)} 0 delete 0 0 0 0`)).toMatchObject({ args: ['~'.repeat(128), 0, 'delete', 0, 0, 0, 0] });
+    expect(parse('PUT-WITH - 0 delete  0 0 1 1')).toMatchObject({ name: 'put-with', args: ['-', 0, 'delete', 0, 0, 1, 1] });
+    expect(parse('put-with k 0 delete 1 2 3 4 junk')).toMatchObject({ name: 'put-with', trailing: true });
+    expect(parse('tube-set mail max-reserved 5')).toEqual({ name: 'tube-set', args: ['mail', 'max-reserved', 5], trailing: false });
+    expect(parse('tube-set mail dedup-window 4294967295')).toMatchObject({ args: ['mail', 'dedup-window', 4294967295] });
+    expect(parse('put-with')).toBe(UC);
+    for (const l of ['put-with ', 'put-with k', 'put-with  k 0 delete 0 0 0 0', `put-with ${'k'.repeat(129)} 0 delete 0 0 0 0`,
+      'put-with k\x01 0 delete 0 0 0 0', 'put-with k 0 delete 0 0 0', 'put-with k 0 DELETE 0 0 0 0', 'put-with k 0  delete 0 0 0 0',
+      'put-with k 0 deletex 0 0 0 0', 'put-with k -1 delete 0 0 0 0', 'put-with k 0 bury', 'tube-set mail', 'tube-set mail max-reserved',
+      'tube-set mail max-reserved x', 'tube-set mail max-reserved 1 ', 'tube-set mail rate 1', 'tube-set -mail max-reserved 1',
+      'tube-set mail  max-reserved 1', 'tube-set mail max-reserved -1', 'tube-set mail max-reserved 4294967296']) {
+      expect([l, parse(l)]).toEqual([l, BF]);
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 // lua/jobs/batch.lua's calling convention: ops in, the call's RESP bytes
 // out (tubes interned as 1-based indexes), and its reply decoded into one
 // typed result per op. No Redis involved, so the hot path has a micro-benchmark.
-import { delayRun, OpCode, type AnyJobOp, type Candidate, type OpResult, type Reservation, type ReservedJob } from '../ops.js';
+import { delayRun, OpCode, type AnyJobOp, type Candidate, type OpResult, type Reservation, type ReservedJob, type Stored } from '../ops.js';
 import type { ShardKeys } from '../layout.js';
 import { encoded, RespWriter } from './resp.js';
 
@@ -133,6 +133,10 @@ export class BatchEncoder {
     for (const op of ops) {
       switch (op.code) {
         case OpCode.Put: w.ascii(OpCode.Put); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); w.int(delayRun(op)); w.int(op.ttr); w.bytes(op.body!); break;
+        case OpCode.PutWith:
+          w.ascii(OpCode.PutWith); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); w.int(delayRun(op)); w.int(op.ttr);
+          w.string(op.key); w.int(op.expire); w.int(op.buryOnExpiry ? 1 : 0); w.bytes(op.body!);
+          break;
         case OpCode.BurnId: w.ascii(OpCode.BurnId); break;
         case OpCode.Delete: case OpCode.Touch: w.ascii(op.code); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); break;
         case OpCode.Release: w.ascii(OpCode.Release); w.string(op.owner); w.ascii(op.id); w.int(tubes.of(op.tube)); w.int(op.pri); w.int(op.delay); w.int(delayRun(op)); break;
@@ -191,6 +195,11 @@ function reservation(r: readonly unknown[]): Reservation {
   return { jobs, drained: r[end] === 1 };
 }
 
+/** put-with's result: the new job's id, or {id} of the job put with its key before. */
+function stored(r: unknown): Stored {
+  return Array.isArray(r) ? { id: text(r[0]), duplicate: true } : { id: text(r), duplicate: false };
+}
+
 /** A reserve's candidates, two values each: priority, created ms. */
 function candidates(r: readonly unknown[]): Candidate[] {
   const out: Candidate[] = [];
@@ -205,6 +214,7 @@ export function decodeBatch(ops: readonly AnyJobOp[], raw: readonly unknown[]): 
     const r = raw[i];
     switch (ops[i]!.code) {
       case OpCode.Put: case OpCode.BurnId: results[i] = text(r); break;
+      case OpCode.PutWith: results[i] = stored(r); break;
       case OpCode.Delete: case OpCode.Release: case OpCode.Bury: case OpCode.DropWatch: results[i] = r === 1; break;
       case OpCode.Touch: results[i] = r as number; break;
       case OpCode.Reserve: results[i] = Array.isArray(r) ? reservation(r) : (r as number); break;

@@ -3,7 +3,7 @@
 // keys in KEYS and time from Redis. Reads that
 // need no atomicity use plain commands.
 import { OpCode, type AnyJobOp, type OpResult, type ReservedJob } from '../ops.js';
-import type { JobInfo, JobPage, JobQuery, JobState, JobTotals, ListedJob, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts } from '../job-store.js';
+import type { JobInfo, JobPage, JobQuery, JobState, JobTotals, ListedJob, NodeSnapshot, PeekState, PeekedJob, TotalCounts, TubeCounts, TubeSetting } from '../job-store.js';
 import { memberId, memberTube, type ShardKeys } from '../layout.js';
 import { BatchEncoder, decodeBatch, LEASE_LAPSED, scriptKeys, StoredWatchLists, text, TubeIndex, WATCH_LIST_STALE } from './batch-codec.js';
 import { sendEncoded } from './encoded-call.js';
@@ -20,7 +20,8 @@ export const JOB_INFO_REPLY = ['id', 'tube', 'state', 'pri', 'ageMs', 'delay', '
   'reserves', 'timeouts', 'releases', 'buries', 'kicks'] as const;
 /** tubeCounts.lua's reply per tube, in order; then the global total-jobs and job-timeouts. */
 export const TUBE_COUNTS_REPLY = ['exists', 'urgent', 'ready', 'reserved', 'delayed', 'buried',
-  'totalJobs', 'cmdDelete', 'cmdPauseTube', 'pause', 'pauseLeftUs'] as const;
+  'totalJobs', 'cmdDelete', 'cmdPauseTube', 'pause', 'pauseLeftUs', 'maxReserved', 'reserveRate', 'dedupWindow',
+  'jobsExpired', 'duplicatePuts'] as const;
 
 const STATES: readonly JobState[] = ['ready', 'delayed', 'reserved', 'buried']; // 1-based in Lua
 
@@ -47,7 +48,7 @@ export function promoted(raw: unknown): Promoted {
 const RELEASE_PAGE = 500;
 
 /** Only a put makes Redis hold more (a burnt id is one INCR of an existing key). */
-const grows = (op: AnyJobOp) => op.code === OpCode.Put;
+const grows = (op: AnyJobOp) => op.code === OpCode.Put || op.code === OpCode.PutWith;
 
 /** What a reserve gets that Redis refused for want of a lease: it took nothing. */
 const LAPSED = new StoreError('failed', 'this sidecar has no lease in Redis (lapsed, or reaped): the reserve took nothing');
@@ -289,6 +290,10 @@ export class RedisJobStore implements ShardStore {
     return moved;
   }
 
+  async tubeSet(tube: string, setting: TubeSetting, value: number): Promise<void> {
+    await this.run('tubeSet', [tube], [this.keys.events, setting, value, tube]);
+  }
+
   async pauseTube(tube: string, delaySeconds: number): Promise<boolean> {
     const paused = (await this.run('pauseTube', [tube], [this.keys.events, delaySeconds, tube])) === 1;
     if (paused) await this.replicated();
@@ -413,7 +418,7 @@ export class RedisJobStore implements ShardStore {
   }
 
   /**
-   * Finds which tubes have due delayed jobs or expired reservations (reading
+   * Finds which tubes have due delayed jobs, expired reservations or expiring jobs (reading
    * only entries due by now on Redis' clock, as last estimated), then moves
    * them in one script call, which decides on Redis' own clock.
    */
@@ -425,12 +430,13 @@ export class RedisJobStore implements ShardStore {
   /** promoteDue.lua's keys and arguments, once the tubes with due entries are known (NodeCalls sends them as a section). */
   async promoteCall(limit: number): Promise<ScriptCall> {
     const dueBy = Date.now() + this.clockOffset + 50;
-    const [time, delayed, reserved] = (await pipelined(this.redis.pipeline()
+    const [time, delayed, reserved, expiring] = (await pipelined(this.redis.pipeline()
       .time()
       .zrangebyscore(this.keys.delayed, '-inf', dueBy, 'LIMIT', 0, limit)
-      .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit))) as [[string, string], string[], string[]];
+      .zrangebyscore(this.keys.reserved, '-inf', dueBy, 'LIMIT', 0, limit)
+      .zrangebyscore(this.keys.expiring, '-inf', dueBy, 'LIMIT', 0, limit))) as [[string, string], string[], string[], string[]];
     this.clockOffset = redisMs(time) - Date.now();
-    const names = [...new Set([...delayed, ...reserved].map(memberTube))];
+    const names = [...new Set([...delayed, ...reserved, ...expiring].map(memberTube))];
     return { keys: scriptKeys(this.keys, names), args: [this.keys.events, limit, ...names] };
   }
 }
