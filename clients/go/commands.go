@@ -60,23 +60,81 @@ func (rp reply) number() (uint64, error) {
 // seconds (rounded down; a ttr below 1 s becomes 1 s on the server). A put the
 // server buries returns a *BuriedError carrying the id.
 func (c *Conn) Put(ctx context.Context, body []byte, pri uint32, delay, ttr time.Duration) (uint64, error) {
-	req := command("put").num(uint64(pri)).secs(delay).secs(ttr).int(len(body)).end()
+	id, _, err := c.put(ctx, command("put").num(uint64(pri)).secs(delay).secs(ttr), body)
+	return id, err
+}
+
+// maxKey is the longest key put-with takes.
+const maxKey = 128
+
+// PutOptions are what put-with adds to a put.
+type PutOptions struct {
+	// Key, if set, makes the put safe to send again: a later put-with of the same
+	// key into the same tube stores nothing and answers the first job's id, as long
+	// as that job exists and for the tube's dedup-window after its delete. 1..128
+	// bytes of printable ASCII without spaces; "" for none.
+	Key string
+	// Expire, if not 0, ends a job that no reserve has taken within it (whole
+	// seconds from the put, its delay included): it is deleted, or buried with
+	// BuryOnExpiry.
+	Expire       time.Duration
+	BuryOnExpiry bool
+}
+
+// check refuses a key the server would refuse, and "-", which on the wire means
+// no key at all and so would silently lose the put's protection.
+func (o PutOptions) check() error {
+	if o.Key == "-" {
+		return fmt.Errorf("%w: key \"-\" means no key on the wire; leave Key empty (not sent)", ErrBadFormat)
+	}
+	if len(o.Key) > maxKey || !printable(o.Key) {
+		return fmt.Errorf("%w: key %q is not 1..%d printable ASCII bytes without spaces (not sent)", ErrBadFormat, o.Key, maxKey)
+	}
+	return nil
+}
+
+// PutWith puts a job into the used tube as Put does, with a key that makes it safe
+// to retry and an expiry. It returns the job's id, and duplicate true when the tube
+// already had a job of this key: then nothing was stored and id is that job's. A
+// Key the server would refuse is refused unsent with ErrBadFormat.
+//
+// If the connection fails before the reply, the job may or may not exist: send
+// the same PutWith again, on any connection, to find out (a Producer does that
+// by itself).
+func (c *Conn) PutWith(ctx context.Context, body []byte, pri uint32, delay, ttr time.Duration, opts PutOptions) (id uint64, duplicate bool, err error) {
+	if err := opts.check(); err != nil {
+		return 0, false, err
+	}
+	key, onExpiry := opts.Key, "delete"
+	if key == "" {
+		key = "-"
+	}
+	if opts.BuryOnExpiry {
+		onExpiry = "bury"
+	}
+	return c.put(ctx, command("put-with").name(key).secs(opts.Expire).name(onExpiry).
+		num(uint64(pri)).secs(delay).secs(ttr), body)
+}
+
+// put completes a put or put-with line with the body's length, sends it with the
+// body and reads the job's id.
+func (c *Conn) put(ctx context.Context, line request, body []byte) (id uint64, duplicate bool, err error) {
+	req := line.int(len(body)).end()
 	req = append(append(req, body...), '\r', '\n')
 	rp, err := c.roundTrip(ctx, req)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	switch rp.word {
-	case "INSERTED":
-		return rp.number()
-	case "BURIED":
-		id, err := rp.number()
-		if err != nil {
-			return 0, err
-		}
-		return id, &BuriedError{ID: id}
+	if rp.word != "INSERTED" && rp.word != "DUPLICATE" && rp.word != "BURIED" {
+		return 0, false, errorOf(rp)
 	}
-	return 0, errorOf(rp)
+	if id, err = rp.number(); err != nil {
+		return 0, false, err
+	}
+	if rp.word == "BURIED" {
+		return id, false, &BuriedError{ID: id}
+	}
+	return id, rp.word == "DUPLICATE", nil
 }
 
 // Use sets the tube that Put, PeekReady, PeekDelayed, PeekBuried and Kick act on.
@@ -244,6 +302,24 @@ func (c *Conn) PauseTube(ctx context.Context, tube string, delay time.Duration) 
 	return err
 }
 
+// TubeSetting is a setting of a tube that TubeSet changes.
+type TubeSetting string
+
+// The tube settings. Each applies on every sidecar of the Redis at once and
+// outlives the tube (a tube emptied and created again keeps it).
+const (
+	TubeMaxReserved TubeSetting = "max-reserved" // jobs of the tube reserved at once, at most; 0 (default): no cap
+	TubeReserveRate TubeSetting = "reserve-rate" // reserves of the tube's jobs in any one second, at most (<= 100000); 0 (default): no cap
+	TubeDedupWindow TubeSetting = "dedup-window" // seconds a deleted job's put-with key is remembered; default 300
+)
+
+// TubeSet changes a setting of a tube (it does not create the tube). A setting
+// the server lacks, or a rate over 100000, is ErrBadFormat.
+func (c *Conn) TubeSet(ctx context.Context, tube string, setting TubeSetting, value uint32) error {
+	return c.setting(ctx, command("tube-set").name(tube).name(string(setting)).num(uint64(value)).end(),
+		tube, string(setting))
+}
+
 // maxToken is the longest token auth can send: a command line is at most 224
 // bytes, "auth " and "\r\n" included.
 const maxToken = 224 - len("auth ") - len("\r\n")
@@ -258,13 +334,22 @@ func (c *Conn) Auth(ctx context.Context, token string) error {
 	if len(token) == 0 || len(token) > maxToken {
 		return fmt.Errorf("%w: auth token of %d bytes, not 1..%d (not sent)", ErrBadFormat, len(token), maxToken)
 	}
-	for i := 0; i < len(token); i++ {
-		if token[i] < 0x21 || token[i] > 0x7e {
-			return fmt.Errorf("%w: auth token is not printable ASCII without spaces (not sent)", ErrBadFormat)
-		}
+	if !printable(token) {
+		return fmt.Errorf("%w: auth token is not printable ASCII without spaces (not sent)", ErrBadFormat)
 	}
 	_, err := c.expect(ctx, command("auth").name(token).end(), "OK")
 	return err
+}
+
+// printable tells whether s is printable ASCII without spaces (\x21-\x7e), as
+// tokens and keys must be: anything else could end the command line early.
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // Quit asks the server to close the connection and waits until it has, then

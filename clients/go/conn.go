@@ -81,6 +81,13 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// closed tells whether the connection has failed or been closed.
+func (c *Conn) closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
 // readLoop hands each reply to the oldest waiting call.
 func (c *Conn) readLoop() {
 	for {

@@ -1,12 +1,8 @@
 package redstalk
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"net"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -78,38 +74,6 @@ func redisDo(t *testing.T, r *testserver.Redis, args ...string) {
 	if reply, err := r.Do(args...); err != nil || reply != "+OK" {
 		t.Fatalf("redis %v: %q %v", args, reply, err)
 	}
-}
-
-// fakeServer answers each command with the next canned reply, reading a put's
-// body first, and returns its address.
-func fakeServer(t *testing.T, replies ...string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		nc, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		br := bufio.NewReader(nc)
-		for _, reply := range replies {
-			line, err := br.ReadString('\n')
-			if err != nil {
-				return
-			}
-			if f := strings.Fields(line); f[0] == "put" {
-				n, _ := strconv.Atoi(f[4])
-				br.Discard(n + 2)
-			}
-			nc.Write([]byte(reply))
-		}
-		br.ReadByte() // hold the connection until the client closes it
-	}()
-	return l.Addr().String()
 }
 
 func TestBuriedAndUnexpectedReplies(t *testing.T) {

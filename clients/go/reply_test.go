@@ -25,6 +25,10 @@ func TestReadReply(t *testing.T) {
 	if err != nil || string(rp.body) != "---\n" {
 		t.Fatalf("OK = %+v, %v", rp, err)
 	}
+	rp, err = read("DUPLICATE 7\r\n") // put-with's: a line without a body
+	if err != nil || rp.word != "DUPLICATE" || len(rp.args) != 1 || rp.args[0] != "7" {
+		t.Fatalf("DUPLICATE = %+v, %v", rp, err)
+	}
 	rp, err = read("OK\r\n")
 	if err != nil || rp.word != "OK" || rp.body != nil {
 		t.Fatalf("bare OK = %+v, %v", rp, err)

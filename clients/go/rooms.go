@@ -70,14 +70,14 @@ func (c *Conn) Leave(ctx context.Context, room, user string) error {
 
 // RoomConfig sets a room's settings; the room is then kept for good.
 func (c *Conn) RoomConfig(ctx context.Context, room string, s RoomSettings) error {
-	return c.roomSetting(ctx, command("room-config").name(room).num(uint64(s.Capacity)).
+	return c.setting(ctx, command("room-config").name(room).num(uint64(s.Capacity)).
 		secs(s.CheckinTimeout).secs(s.ParticipantTimeout).secs(s.Grace).end(), room)
 }
 
 // RoomRate admits at most perMinute people into room in any 60 seconds; 0 lifts
 // the limit.
 func (c *Conn) RoomRate(ctx context.Context, room string, perMinute uint32) error {
-	return c.roomSetting(ctx, command("room-rate").name(room).num(uint64(perMinute)).end(), room)
+	return c.setting(ctx, command("room-rate").name(room).num(uint64(perMinute)).end(), room)
 }
 
 // PauseRoom stops (true) or resumes (false) admissions into room.
@@ -86,18 +86,20 @@ func (c *Conn) PauseRoom(ctx context.Context, room string, paused bool) error {
 	if paused {
 		flag = 1
 	}
-	return c.roomSetting(ctx, command("pause-room").name(room).num(flag).end(), room)
+	return c.setting(ctx, command("pause-room").name(room).num(flag).end(), room)
 }
 
 // RoomLottery opens a pre-queue whose event starts in startIn (whole seconds):
 // until then nobody is admitted and newcomers' places are drawn at random. 0
 // starts the event now.
 func (c *Conn) RoomLottery(ctx context.Context, room string, startIn time.Duration) error {
-	return c.roomSetting(ctx, command("room-lottery").name(room).secs(startIn).end(), room)
+	return c.setting(ctx, command("room-lottery").name(room).secs(startIn).end(), room)
 }
 
-func (c *Conn) roomSetting(ctx context.Context, req []byte, room string) error {
-	if err := checkNames(room); err != nil {
+// setting runs a command that changes a setting of the named room or tube and
+// answers a bare OK.
+func (c *Conn) setting(ctx context.Context, req []byte, names ...string) error {
+	if err := checkNames(names...); err != nil {
 		return err
 	}
 	rp, err := c.expect(ctx, req, "OK")

@@ -88,7 +88,17 @@ type TubeStats struct {
 	CmdPauseTube        uint64        `yaml:"cmd-pause-tube"`
 	Pause               time.Duration `yaml:"pause"`
 	PauseTimeLeft       time.Duration `yaml:"pause-time-left"`
+	// redstalk's settings (TubeSet) and put-with counts. The server prints them only
+	// when one differs from its default, so a missing one is its default.
+	MaxReserved   uint64        `yaml:"max-reserved"`
+	ReserveRate   uint64        `yaml:"reserve-rate"`
+	DedupWindow   time.Duration `yaml:"dedup-window"`
+	JobsExpired   uint64        `yaml:"jobs-expired"`   // put-with jobs no reserve took before they expired
+	DuplicatePuts uint64        `yaml:"duplicate-puts"` // put-with answered DUPLICATE
 }
+
+// defaultDedupWindow is dedup-window while no TubeSet changed it.
+const defaultDedupWindow = 300 * time.Second
 
 // JobStats is the reply of StatsJob.
 type JobStats struct {
@@ -147,7 +157,7 @@ func (c *Conn) StatsTube(ctx context.Context, tube string) (*TubeStats, error) {
 	if err := checkNames(tube); err != nil {
 		return nil, err
 	}
-	s := new(TubeStats)
+	s := &TubeStats{DedupWindow: defaultDedupWindow}
 	if err := c.stats(ctx, command("stats-tube").name(tube).end(), s); err != nil {
 		return nil, err
 	}

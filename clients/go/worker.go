@@ -415,21 +415,26 @@ func (r *run) giveBack(h *heldJob) Outcome {
 	return o
 }
 
-// backoff is the release delay after a job's releases-th release: base doubled per
-// release, capped at max, then a random point of its upper half (so jobs that
-// failed together retry apart), rounded up to the protocol's whole seconds.
-// int63n is rand.Int63n.
+// backoff is the release delay after a job's releases-th release: jittered,
+// rounded up to the protocol's whole seconds.
 func backoff(releases uint64, base, max time.Duration, int63n func(int64) int64) time.Duration {
+	d := jittered(releases, base, max, int63n)
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// jittered is base doubled n times, capped at max, then a random point of its
+// upper half, so that those who failed together retry apart. int63n is
+// rand.Int63n.
+func jittered(n uint64, base, max time.Duration, int63n func(int64) int64) time.Duration {
 	d := base
-	for i := uint64(0); i < releases && d < max; i++ {
+	for i := uint64(0); i < n && d < max; i++ {
 		d *= 2
 	}
 	if d > max {
 		d = max
 	}
 	half := d / 2
-	d = half + time.Duration(int63n(int64(d-half)+1))
-	return (d + time.Second - 1).Truncate(time.Second)
+	return half + time.Duration(int63n(int64(d-half)+1))
 }
 
 func (r *run) heartbeat(done <-chan struct{}) {
