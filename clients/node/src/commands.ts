@@ -11,6 +11,12 @@ export interface Job {
   body: Buffer;
 }
 
+/** `put-with`: the job's id, and whether an earlier put of its key had stored it (`DUPLICATE`: nothing stored now). */
+export interface PutResult {
+  id: number;
+  duplicate: boolean;
+}
+
 /** `enter`: inside, or waiting in line. */
 export type Entry = { state: 'entered' } | Waiting;
 /** `check`: may enter now, or waiting in line. */
@@ -68,6 +74,10 @@ export const DECODERS = {
     INSERTED: (r) => int(r, 'put', 0),
     BURIED: (r) => { throw new BuriedError(r.line); },
   }),
+  'put-with': on<PutResult>('put-with', {
+    INSERTED: (r) => ({ id: int(r, 'put-with', 0), duplicate: false }),
+    DUPLICATE: (r) => ({ id: int(r, 'put-with', 0), duplicate: true }),
+  }),
   'use': on('use', { USING: (r) => r.args.join(' ') }),
   'reserve': job('reserve'),
   'reserve-with-timeout': job('reserve-with-timeout'),
@@ -92,6 +102,7 @@ export const DECODERS = {
   'list-tube-used': on('list-tube-used', { USING: (r) => r.args.join(' ') }),
   'list-tubes-watched': list('list-tubes-watched'),
   'pause-tube': on('pause-tube', { PAUSED: nothing }),
+  'tube-set': on('tube-set', { OK: nothing }),
   'enter': on<Entry>('enter', { ENTERED: () => ({ state: 'entered' }), WAITING: waiting('enter') }),
   'check': on<Check>('check', { READY: () => ({ state: 'ready' }), WAITING: waiting('check') }),
   'leave': on('leave', { LEFT: nothing }),

@@ -8,6 +8,7 @@
 // reserve-many only while it holds no job (nothing to delete or touch); with
 // jobs in hand it asks with a timeout of 0 and, if the tubes are empty, asks
 // again when a handler finishes or on the next heartbeat tick.
+import { backoffMs } from './backoff.js';
 import { Client, type ConnectOptions } from './client.js';
 import type { Job } from './commands.js';
 import { BadFormatError, ConnectionError, DeadlineSoonError, TimedOutError, UnknownCommandError } from './errors.js';
@@ -49,8 +50,7 @@ const TICK_MS = 250;
 
 /** The release delay, in whole seconds, after `releases` earlier failures: exponential with equal jitter. */
 export function backoffSeconds(releases: number, baseMs: number, maxMs: number, random = Math.random): number {
-  const ms = Math.min(maxMs, baseMs * 2 ** releases);
-  return Math.ceil((ms / 2 + random() * (ms / 2)) / 1000);
+  return Math.ceil(backoffMs(releases, baseMs, maxMs, random) / 1000);
 }
 
 export class Worker {

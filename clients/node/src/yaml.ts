@@ -5,7 +5,10 @@
 
 /** How a field is printed: stats.json's types. `id` is a job id; `decimal` has fixed decimals. */
 export type FieldType = 'integer' | 'id' | 'string' | 'boolean' | 'decimal';
-/** A type with `?`: one of redstalk's extension fields, which its YAML does not print (yet). */
+/**
+ * A type with `?`: one of redstalk's extension fields, which its YAML does not print (yet),
+ * or prints only when set (stats-tube's settings and counts of put-with and tube-set).
+ */
 type Field = FieldType | `${FieldType}?`;
 type Fields = Record<string, Field>;
 
@@ -24,7 +27,8 @@ export const SERVER_STATS = {
   'cmd-ignore': 'integer', 'cmd-bury': 'integer', 'cmd-kick': 'integer', 'cmd-touch': 'integer',
   'cmd-stats': 'integer', 'cmd-stats-job': 'integer', 'cmd-stats-tube': 'integer',
   'cmd-list-tubes': 'integer', 'cmd-list-tube-used': 'integer', 'cmd-list-tubes-watched': 'integer',
-  'cmd-pause-tube': 'integer', 'cmd-reserve-many': 'integer?', 'job-timeouts': 'integer',
+  'cmd-pause-tube': 'integer', 'cmd-reserve-many': 'integer?', 'cmd-put-with': 'integer?',
+  'cmd-tube-set': 'integer?', 'job-timeouts': 'integer',
   'total-jobs': 'integer', 'max-job-size': 'integer', 'current-tubes': 'integer',
   'current-connections': 'integer', 'current-producers': 'integer', 'current-workers': 'integer',
   'current-waiting': 'integer', 'total-connections': 'integer', 'pid': 'integer', 'version': 'string',
@@ -39,7 +43,8 @@ export const TUBE_STATS = {
   'current-jobs-reserved': 'integer', 'current-jobs-delayed': 'integer', 'current-jobs-buried': 'integer',
   'total-jobs': 'integer', 'current-using': 'integer', 'current-watching': 'integer',
   'current-waiting': 'integer', 'cmd-delete': 'integer', 'cmd-pause-tube': 'integer', 'pause': 'integer',
-  'pause-time-left': 'integer',
+  'pause-time-left': 'integer', 'max-reserved': 'integer?', 'reserve-rate': 'integer?', 'dedup-window': 'integer?',
+  'jobs-expired': 'integer?', 'duplicate-puts': 'integer?',
 } as const satisfies Fields;
 
 export const JOB_STATS = {

@@ -1,7 +1,7 @@
 // Every command and every error word against a live redstalk.
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Client } from '../src/client.js';
+import { Client, type TubeSetting } from '../src/client.js';
 import { DECODERS } from '../src/commands.js';
 import {
   BadFormatError, ConnectionError, DeadlineSoonError, DrainingError, errorFor, ExpectedCrlfError, InternalError,
@@ -185,6 +185,127 @@ describe('reserve-many', () => {
   });
 });
 
+/** Polls until `ok` (a live server's timers take their time). */
+async function until(what: string, ok: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/**
+ * A TCP proxy to a server that closes its first connection when the server answers
+ * INSERTED, without passing the reply on: a put stored whose reply is lost.
+ */
+async function droppingFirstInsert(port: number): Promise<{ port: number; close(): Promise<void> }> {
+  let dropped = false;
+  const sockets = new Set<net.Socket>();
+  const proxy = net.createServer((downstream) => {
+    const upstream = net.connect(port, '127.0.0.1');
+    for (const s of [downstream, upstream]) {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.on('close', () => { downstream.destroy(); upstream.destroy(); });
+    }
+    downstream.pipe(upstream);
+    upstream.on('data', (d: Buffer) => {
+      if (!dropped && d.includes('INSERTED')) {
+        dropped = true;
+        downstream.destroy();
+      } else {
+        downstream.write(d);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (proxy.address() as net.AddressInfo).port,
+    close: () => new Promise((resolve) => {
+      for (const s of sockets) s.destroy();
+      proxy.close(() => resolve());
+    }),
+  };
+}
+
+describe('put-with and tube-set (redstalk)', () => {
+  it('put-with: INSERTED, then DUPLICATE with the first id for the same key in the tube (also after its delete); keys are per tube', async () => {
+    const c = await fresh();
+    await c.use('mail');
+    expect(await c.putWith('hi', { key: 'a7' })).toEqual({ id: 1, duplicate: false });
+    expect(await c.putWith('another body', { key: 'a7', priority: 1 })).toEqual({ id: 1, duplicate: true });
+    await c.delete(1);
+    expect(await c.putWith('hi', { key: 'a7' })).toEqual({ id: 1, duplicate: true }); // within dedup-window
+    expect(await c.statsTube('mail')).toMatchObject({ 'total-jobs': 1, 'duplicate-puts': 2, 'dedup-window': 300, 'jobs-expired': 0 });
+    await c.use('other');
+    expect(await c.putWith('hi', { key: 'a7' })).toEqual({ id: 2, duplicate: false });
+    expect(await c.putWith('no key')).toEqual({ id: 3, duplicate: false });
+    expect((await c.statsTube('default'))['duplicate-puts']).toBeUndefined(); // beanstalkd's 14 fields only
+  });
+
+  it('put-with expire: a job no reserve took is buried or deleted, and counted in jobs-expired', async () => {
+    const c = await fresh();
+    await c.use('expiring');
+    const buried = await c.putWith('b', { expire: 1, onExpiry: 'bury' });
+    const deleted = await c.putWith('d', { expire: 1 });
+    const kept = await c.putWith('k', { expire: 60 });
+    await until('both expired', async () => (await c.statsTube('expiring'))['jobs-expired'] === 2);
+    expect((await c.statsJob(buried.id)).state).toBe('buried');
+    await expect(c.statsJob(deleted.id)).rejects.toBeInstanceOf(NotFoundError);
+    expect((await c.statsJob(kept.id)).state).toBe('ready');
+  });
+
+  it('tube-set: settings in stats-tube, max-reserved holds back a reserve; BAD_FORMAT for another setting or a rate over 100000', async () => {
+    const c = await fresh();
+    await c.use('limited');
+    await c.watch('limited');
+    await c.ignore('default');
+    await c.tubeSet('limited', 'max-reserved', 1);
+    await c.tubeSet('limited', 'reserve-rate', 100);
+    await c.tubeSet('limited', 'dedup-window', 3600);
+    await c.put('a');
+    await c.put('b');
+    expect(await c.statsTube('limited')).toMatchObject({ 'max-reserved': 1, 'reserve-rate': 100, 'dedup-window': 3600, 'jobs-expired': 0, 'duplicate-puts': 0 });
+    const job = await c.reserveWithTimeout(0);
+    await expect(c.reserveWithTimeout(0)).rejects.toBeInstanceOf(TimedOutError);
+    await c.delete(job.id);
+    expect((await c.reserveWithTimeout(0)).body.toString()).toBe('b');
+    await expect(c.tubeSet('limited', 'reserve-rate', 100_001)).rejects.toBeInstanceOf(BadFormatError);
+    await expect(c.tubeSet('limited', 'speed' as TubeSetting, 1)).rejects.toBeInstanceOf(BadFormatError);
+  });
+
+  it('a put-with with a key whose reply is lost is sent again: DUPLICATE with the stored job\'s id, one job in the tube', async () => {
+    const sidecar = await servers.fresh();
+    const proxy = await droppingFirstInsert(sidecar.port);
+    try {
+      const c = await Client.connect({ port: proxy.port, retry: { baseMs: 10, maxMs: 100 } });
+      open.push(c);
+      await c.use('retried');
+      expect(await c.putWith('once', { key: 'order-1' })).toEqual({ id: 1, duplicate: true });
+      expect(await c.listTubeUsed()).toBe('retried');
+      const direct = await client(sidecar.port);
+      expect(await direct.statsTube('retried')).toMatchObject({ 'total-jobs': 1, 'current-jobs-ready': 1, 'duplicate-puts': 1 });
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('idempotent: a plain put whose reply is lost is sent again, with its random key, and gives the one job\'s id', async () => {
+    const sidecar = await servers.fresh();
+    const proxy = await droppingFirstInsert(sidecar.port);
+    try {
+      const c = await Client.connect({ port: proxy.port, idempotent: true, retry: { baseMs: 10, maxMs: 100 } });
+      open.push(c);
+      expect(await c.put('once')).toBe(1);
+      expect(await c.put('twice')).toBe(2);
+      const direct = await client(sidecar.port);
+      expect(await direct.statsTube('default')).toMatchObject({ 'total-jobs': 2, 'duplicate-puts': 1 });
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
 describe('waiting rooms', () => {
   it('enter, check, leave, room-config, room-rate, pause-room, room-lottery, stats-room, list-rooms', async () => {
     const c = await fresh();
@@ -330,6 +451,7 @@ describe.runIf(hasBeanstalkd)('against the real beanstalkd', () => {
       await c.delete(id);
       await expect(c.reserveMany(2, 0)).rejects.toBeInstanceOf(BadFormatError);
       await expect(c.enter('lobby', 'ann')).rejects.toBeInstanceOf(UnknownCommandError);
+      await expect(c.tubeSet('default', 'max-reserved', 1)).rejects.toBeInstanceOf(UnknownCommandError);
       expect(await c.listTubes()).toEqual(['default']);
     } finally {
       await Promise.all(open.splice(0).map((c) => c.close()));

@@ -3,7 +3,8 @@
 // The sidecar is the command in REDSTALK_CMD, else the repo's src/cli.ts under tsx;
 // the transcripts, which need a fresh server for each of their 100+ scenarios,
 // may use the repo's in-process sidecar instead (a process costs a second of CPU).
-// Every process started here is stopped by its PID in stopAll().
+// Every process started here is stopped by its PID in stopAll(). Also a scripted
+// server in this process (fakeServer), for what a live one will not do on cue.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
@@ -144,4 +145,60 @@ export function redisCommand(url: string, ...args: string[]): Promise<string> {
     });
     socket.write(`*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`);
   });
+}
+
+/** What a scripted server sends for a command line: a reply, or nothing (it may also destroy the socket). */
+export type Script = (line: string, socket: net.Socket, connection: number) => Buffer | string | undefined;
+
+export interface FakeServer {
+  port: number;
+  /** The command lines received on each connection, in order. */
+  connections: string[][];
+  close(): Promise<void>;
+}
+
+/**
+ * A server in this process for what a live one will not do on cue (drop a connection
+ * unanswered, stay silent): each command line goes to `script` (a put's body is skipped)
+ * and what it returns is written back; `quit` ends the connection.
+ */
+export async function fakeServer(script: Script): Promise<FakeServer> {
+  const sockets = new Set<net.Socket>();
+  const connections: string[][] = [];
+  const server = net.createServer((socket) => {
+    sockets.add(socket);
+    const connection = connections.push([]) - 1;
+    let buf = Buffer.alloc(0);
+    let skip = 0;
+    socket.on('error', () => {});
+    socket.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      while (!socket.destroyed) {
+        if (skip > 0) {
+          if (buf.length < skip) return;
+          buf = buf.subarray(skip);
+          skip = 0;
+        }
+        const end = buf.indexOf('\r\n');
+        if (end < 0) return;
+        const line = buf.toString('latin1', 0, end);
+        buf = buf.subarray(end + 2);
+        connections[connection]!.push(line);
+        const put = /^put(-with)? .* (\d+)$/.exec(line);
+        if (put) skip = Number(put[2]) + 2;
+        const reply = script(line, socket, connection);
+        if (line === 'quit') { socket.end(); return; }
+        if (reply !== undefined && !socket.destroyed) socket.write(reply);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    connections,
+    close: () => new Promise((resolve) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => resolve());
+    }),
+  };
 }

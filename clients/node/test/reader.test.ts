@@ -17,6 +17,7 @@ const STREAM = Buffer.from([
   'RESERVED-MANY 2\r\nRESERVED 1 1\r\nx\r\nRESERVED 2 2\r\nyz\r\n',
   'RESERVED-MANY 0\r\n',
   'WAITING 3 31\r\n',
+  'DUPLICATE 12\r\n',
 ].join(''), 'latin1');
 
 const EXPECTED = [
@@ -33,6 +34,7 @@ const EXPECTED = [
   },
   { line: 'RESERVED-MANY 0', word: 'RESERVED-MANY', args: ['0'], jobs: [] },
   { line: 'WAITING 3 31', word: 'WAITING', args: ['3', '31'] },
+  { line: 'DUPLICATE 12', word: 'DUPLICATE', args: ['12'] },
 ];
 
 describe('ReplyReader', () => {
