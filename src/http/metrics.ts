@@ -23,7 +23,7 @@ export interface MetricsSource {
 const STATES = ['urgent', 'ready', 'reserved', 'delayed', 'buried'] as const satisfies ReadonlyArray<keyof TubeCounts>;
 
 /** The gauges read from the store (emptied when it does not answer). */
-const STORE_GAUGES = ['jobs', 'tubes', 'tubeJobs', 'tubeTotal', 'oldestReady', 'rooms', 'participants', 'roomWaiting', 'admitted', 'dropouts'] as const;
+const STORE_GAUGES = ['jobs', 'tubes', 'tubeJobs', 'tubeTotal', 'tubeExpired', 'tubeDuplicates', 'tubeLimit', 'oldestReady', 'rooms', 'participants', 'roomWaiting', 'admitted', 'dropouts'] as const;
 
 export class Metrics implements Instruments {
   readonly registry = new Registry();
@@ -69,6 +69,9 @@ export class Metrics implements Instruments {
       tubes: gauge('redstalk_tubes', 'Tubes in the store'),
       tubeJobs: gauge('redstalk_tube_jobs', 'Jobs by tube and state (the first --metrics-tubes tubes)', ['tube', 'state']),
       tubeTotal: gauge('redstalk_tube_jobs_created', 'Jobs ever put into the tube', ['tube']),
+      tubeExpired: gauge('redstalk_tube_jobs_expired', 'put-with jobs of the tube that no reserve took by their expiry (deleted or buried)', ['tube']),
+      tubeDuplicates: gauge('redstalk_tube_duplicate_puts', 'put-with commands answered DUPLICATE: the tube held a job of that key', ['tube']),
+      tubeLimit: gauge('redstalk_tube_limit', 'A tube\'s limit set with tube-set (0: none): max-reserved, or reserve-rate a second', ['tube', 'limit']),
       oldestReady: gauge('redstalk_tube_oldest_ready_age_seconds', 'Seconds since the tube\'s oldest ready job was put (tubes with ready jobs, of the first --metrics-tubes)', ['tube']),
       rooms: gauge('redstalk_rooms', 'Waiting rooms in the store'),
       participants: gauge('redstalk_room_participants', 'People inside the room', ['room']),
@@ -145,6 +148,9 @@ export class Metrics implements Instruments {
     g.tubes!.set(totals.tubes);
     g.tubeJobs!.reset();
     g.tubeTotal!.reset();
+    g.tubeExpired!.reset();
+    g.tubeDuplicates!.reset();
+    g.tubeLimit!.reset();
     g.oldestReady!.reset();
     for (const [tube, ms] of oldest) g.oldestReady!.set({ tube }, ms / 1000);
     for (const state of STATES) g.jobs!.set({ state }, totals[state]);
@@ -153,6 +159,10 @@ export class Metrics implements Instruments {
       if (!t) continue;
       for (const state of STATES) g.tubeJobs!.set({ tube: name, state }, t[state]);
       g.tubeTotal!.set({ tube: name }, t.totalJobs);
+      g.tubeExpired!.set({ tube: name }, t.jobsExpired);
+      g.tubeDuplicates!.set({ tube: name }, t.duplicatePuts);
+      g.tubeLimit!.set({ tube: name, limit: 'max-reserved' }, t.maxReserved);
+      g.tubeLimit!.set({ tube: name, limit: 'reserve-rate' }, t.reserveRate);
     }
     g.rooms!.set(roomNames.length);
     for (const k of ['participants', 'roomWaiting', 'admitted', 'dropouts']) g[k]!.reset();

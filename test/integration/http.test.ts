@@ -61,6 +61,9 @@ describe('the HTTP endpoint', () => {
     await a.cmd('put 0 100 60 1\r\nb');
     await a.cmd('use other');
     await a.cmd('put 0 0 60 1\r\nc');
+    await a.cmd('put-with k 0 delete 0 0 60 1\r\nd');
+    await a.cmd('put-with k 0 delete 0 0 60 1\r\nd');
+    await a.cmd('tube-set other max-reserved 7');
     await a.cmd('reserve-with-timeout 0');
     await a.cmd('delete 999');
     await a.cmd('enter lobby ann');
@@ -79,8 +82,12 @@ describe('the HTTP endpoint', () => {
     expect(valueOf(f, 'redstalk_jobs', { state: 'delayed' })).toBe(1);
     expect(valueOf(f, 'redstalk_jobs', { state: 'reserved' })).toBe(1);
     expect(valueOf(f, 'redstalk_tube_jobs', { tube: 'default', state: 'reserved' })).toBe(1);
-    expect(valueOf(f, 'redstalk_tube_jobs', { tube: 'other', state: 'ready' })).toBe(1);
-    expect(valueOf(f, 'redstalk_tube_jobs_created', { tube: 'other' })).toBe(1);
+    expect(valueOf(f, 'redstalk_tube_jobs', { tube: 'other', state: 'ready' })).toBe(2);
+    expect(valueOf(f, 'redstalk_tube_jobs_created', { tube: 'other' })).toBe(2);
+    expect(valueOf(f, 'redstalk_tube_duplicate_puts', { tube: 'other' })).toBe(1);
+    expect(valueOf(f, 'redstalk_tube_jobs_expired', { tube: 'other' })).toBe(0);
+    expect(valueOf(f, 'redstalk_tube_limit', { tube: 'other', limit: 'max-reserved' })).toBe(7);
+    expect(valueOf(f, 'redstalk_tube_limit', { tube: 'default', limit: 'reserve-rate' })).toBe(0);
     expect(valueOf(f, 'redstalk_room_participants', { room: 'lobby' })).toBe(1);
     expect(valueOf(f, 'redstalk_room_admitted', { room: 'lobby' })).toBe(1);
     expect(valueOf(f, 'redstalk_process_cpu_seconds_total')).toBeGreaterThan(0);
