@@ -54,6 +54,12 @@ describe('the admin command line', () => {
     expect((await cli(['pause', 'jobs', '60', '-s', server])).status).toBe(0);
     const stats = JSON.parse((await cli(['stats', '--json', '-s', server])).stdout) as Record<string, unknown>;
     expect(stats).toMatchObject({ 'current-jobs-ready': 2, 'cmd-put': 2, 'cmd-pause-tube': 1 });
+    // Limits: set with tube-set, shown by stats-tube and the tubes table.
+    expect(JSON.parse((await cli(['limit', 'jobs', '--max-reserved', '5', '--reserve-rate', '100', '--json', '-s', server])).stdout))
+      .toEqual({ tube: 'jobs', exists: true, 'max-reserved': 5, 'reserve-rate': 100, 'dedup-window': 300, 'jobs-expired': 0, 'duplicate-puts': 0 });
+    expect((await cli(['tubes', '-s', server])).stdout).toMatch(/^jobs +.* 5 at once, 100\/s *$/m);
+    expect((await cli(['limit', 'nosuch', '--dedup-window', '60', '-s', server])).stdout).toBe('nosuch does not exist now; its settings are kept for when it does\n');
+    expect((await cli(['limit', 'jobs', '--reserve-rate', 'x', '-s', server])).status).not.toBe(0);
     const peekMissing = await cli(['peek', 'jobs', 'buried', '-s', server]);
     expect(peekMissing.status).not.toBe(0);
     expect(peekMissing.stderr).toMatch(/NOT_FOUND/);

@@ -1,26 +1,15 @@
 // put-with (protocol extension): a client key that makes a put safe to
 // retry (DUPLICATE <id> of the job put with it), and jobs that expire when
 // no reserve took them in time. Against a real Redis, on one sidecar and two.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
-import { WirePool, yamlMap, type Wire } from '../helpers/wire.js';
+import { describe, expect, it } from 'vitest';
+import { sidecarsPerTest } from '../helpers/fixtures.js';
+import type { TestSidecar } from '../helpers/redstalk.js';
+import { yamlMap, type Wire } from '../helpers/wire.js';
 
-let redis: TestRedis;
-const sidecars: TestSidecar[] = [];
-const pool = new WirePool();
-
-/** One sidecar (or several on one data set) for a test. */
-async function sidecarsOnOnePrefix(n = 1): Promise<TestSidecar[]> {
-  const prefix = uniquePrefix();
-  const started: TestSidecar[] = [];
-  for (let i = 0; i < n; i++) started.push(await startRedstalk({ redisUrl: redis.url, prefix }));
-  sidecars.push(...started);
-  return started;
-}
+const ctx = sidecarsPerTest();
 
 async function dial(s?: TestSidecar): Promise<Wire> {
-  return pool.dial((s ?? (await sidecarsOnOnePrefix())[0]!).port);
+  return ctx.dial(s ?? (await ctx.sidecars(1))[0]!);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -34,13 +23,6 @@ async function within(ms: number, ok: () => Promise<boolean>): Promise<number> {
   }
   return Date.now() - t0;
 }
-
-beforeAll(async () => { redis = await startRedis(); });
-afterAll(async () => { await redis.stop(); });
-afterEach(async () => {
-  pool.closeAll();
-  for (const s of sidecars.splice(0)) await s.stop();
-});
 
 describe('put-with keys', () => {
   it('stores the first put of a key and answers DUPLICATE with its id after, in any state, without using an id', async () => {
@@ -90,7 +72,7 @@ describe('put-with keys', () => {
   });
 
   it('answers DUPLICATE on another sidecar of the same Redis (a retry through another sidecar)', async () => {
-    const [A, B] = (await sidecarsOnOnePrefix(2)) as [TestSidecar, TestSidecar];
+    const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
     const [a, b] = [await dial(A), await dial(B)];
     expect(await a.cmd('put-with retry-7 0 delete 0 0 60 3\r\none')).toBe('INSERTED 1');
     expect(await b.cmd('put-with retry-7 0 delete 0 0 60 3\r\none')).toBe('DUPLICATE 1');
@@ -152,7 +134,7 @@ describe('put-with expiry', () => {
   });
 
   it('is done by whatever sidecar is alive: the one that took the put may be gone', async () => {
-    const [A, B] = (await sidecarsOnOnePrefix(2)) as [TestSidecar, TestSidecar];
+    const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
     const a = await dial(A);
     expect(await a.cmd('put-with gone 1 delete 0 0 60 1\r\na')).toBe('INSERTED 1');
     a.socket.destroy();

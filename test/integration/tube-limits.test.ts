@@ -1,33 +1,16 @@
 // tube-set (protocol extension): a tube's max-reserved and reserve-rate,
 // which every reserve checks in its own Lua call, so they hold across
 // sidecars; settings kept in Redis, outliving the tube.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type TestRedis } from '../helpers/redis.js';
-import { startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
+import { describe, expect, it } from 'vitest';
+import { sidecarsPerTest } from '../helpers/fixtures.js';
+import type { TestSidecar } from '../helpers/redstalk.js';
 import { Layout } from '../../src/store/layout.js';
 import { dataSetClient, testShards } from '../helpers/topology.js';
-import { Wire, WirePool, yamlMap } from '../helpers/wire.js';
+import { Wire, yamlMap } from '../helpers/wire.js';
 
-let redis: TestRedis;
-const sidecars: TestSidecar[] = [];
-const pool = new WirePool();
-
-async function sidecarsOnOnePrefix(n: number): Promise<TestSidecar[]> {
-  const prefix = uniquePrefix();
-  const started: TestSidecar[] = [];
-  for (let i = 0; i < n; i++) started.push(await startRedstalk({ redisUrl: redis.url, prefix }));
-  sidecars.push(...started);
-  return started;
-}
+const ctx = sidecarsPerTest();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-beforeAll(async () => { redis = await startRedis(); });
-afterAll(async () => { await redis.stop(); });
-afterEach(async () => {
-  pool.closeAll();
-  for (const s of sidecars.splice(0)) await s.stop();
-});
 
 async function putJobs(w: Wire, tube: string, n: number): Promise<void> {
   await w.cmd(`use ${tube}`);
@@ -43,8 +26,8 @@ async function watching(w: Wire, tube: string): Promise<Wire> {
 
 describe('tube-set', () => {
   it('answers OK, BAD_FORMAT for an unknown setting or a rate over 100000, and keeps settings while the tube comes and goes', async () => {
-    const [A] = (await sidecarsOnOnePrefix(1)) as [TestSidecar];
-    const a = await pool.dial(A.port);
+    const [A] = (await ctx.sidecars(1)) as [TestSidecar];
+    const a = await ctx.dial(A);
     for (const bad of ['tube-set ghost speed 1', 'tube-set ghost reserve-rate 100001', 'tube-set ghost max-reserved -1',
       'tube-set ghost max-reserved', 'tube-set -x max-reserved 1', 'tube-set ghost max-reserved 1 2', 'tube-set ghost  max-reserved 1']) {
       expect(await a.cmd(bad), bad).toBe('BAD_FORMAT');
@@ -65,13 +48,13 @@ describe('tube-set', () => {
 
 describe('max-reserved', () => {
   it('reserves no more of a tube\'s jobs than its cap, passing it over for other watched tubes as a paused one', async () => {
-    const [A] = (await sidecarsOnOnePrefix(1)) as [TestSidecar];
-    const p = await pool.dial(A.port);
+    const [A] = (await ctx.sidecars(1)) as [TestSidecar];
+    const p = await ctx.dial(A);
     await putJobs(p, 'capped', 5);
     await p.cmd('use other');
     expect(await p.cmd('put 100 0 60 1\r\no')).toBe('INSERTED 6');
     expect(await p.cmd('tube-set capped max-reserved 2')).toBe('OK');
-    const w = await watching(await pool.dial(A.port), 'capped');
+    const w = await watching(await ctx.dial(A), 'capped');
     await w.cmd('watch other');
     // Two of the capped tube's (more urgent), then the other tube's.
     expect(await w.cmd('reserve-many 10 0')).toBe('RESERVED-MANY 3');
@@ -83,14 +66,14 @@ describe('max-reserved', () => {
   });
 
   it('wakes a reserve waiting on another sidecar as soon as a slot is freed (delete, release, bury, a closed connection)', async () => {
-    const [A, B] = (await sidecarsOnOnePrefix(2)) as [TestSidecar, TestSidecar];
-    const p = await pool.dial(A.port);
+    const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
+    const p = await ctx.dial(A);
     for (const free of ['delete', 'release', 'bury', 'close'] as const) {
       const tube = `capped-${free}`;
       await putJobs(p, tube, 2);
       await p.cmd(`tube-set ${tube} max-reserved 1`);
-      const holder = await watching(await pool.dial(A.port), tube);
-      const waiter = await watching(await pool.dial(B.port), tube);
+      const holder = await watching(await ctx.dial(A), tube);
+      const waiter = await watching(await ctx.dial(B), tube);
       const held = /^RESERVED (\d+)/.exec(await holder.cmd('reserve-with-timeout 0'))![1]!;
       waiter.send('reserve-with-timeout 10\r\n');
       expect(await waiter.silent(200)).toBe(true);
@@ -105,11 +88,11 @@ describe('max-reserved', () => {
   });
 
   it('wakes waiting reserves when the cap is raised', async () => {
-    const [A] = (await sidecarsOnOnePrefix(1)) as [TestSidecar];
-    const p = await pool.dial(A.port);
+    const [A] = (await ctx.sidecars(1)) as [TestSidecar];
+    const p = await ctx.dial(A);
     await putJobs(p, 'capped', 2);
     await p.cmd('tube-set capped max-reserved 1');
-    const [w1, w2] = [await watching(await pool.dial(A.port), 'capped'), await watching(await pool.dial(A.port), 'capped')];
+    const [w1, w2] = [await watching(await ctx.dial(A), 'capped'), await watching(await ctx.dial(A), 'capped')];
     expect(await w1.cmd('reserve-with-timeout 0')).toMatch(/^RESERVED /);
     w2.send('reserve-with-timeout 10\r\n');
     expect(await w2.silent(200)).toBe(true);
@@ -118,8 +101,8 @@ describe('max-reserved', () => {
   });
 
   it('a cap of 5 never shows 6 reserved, with 16 workers on two sidecars', async () => {
-    const [A, B] = (await sidecarsOnOnePrefix(2)) as [TestSidecar, TestSidecar];
-    const p = await pool.dial(A.port);
+    const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
+    const p = await ctx.dial(A);
     const jobs = 300;
     await putJobs(p, 'five', jobs);
     await p.cmd('tube-set five max-reserved 5');
@@ -143,11 +126,11 @@ describe('max-reserved', () => {
     // The store's count, read in one script, as often as a connection answers.
     let mostReserved = 0;
     let sampling = true;
-    const monitor = await pool.dial(B.port);
+    const monitor = await ctx.dial(B);
     const sample = (async () => {
       while (sampling) mostReserved = Math.max(mostReserved, Number(yamlMap(await monitor.cmd('stats-tube five'))['current-jobs-reserved']));
     })();
-    const workers = await Promise.all(Array.from({ length: 16 }, (_, i) => pool.dial((i % 2 ? B : A).port)));
+    const workers = await Promise.all(Array.from({ length: 16 }, (_, i) => ctx.dial(i % 2 ? B : A)));
     await Promise.all(workers.map(work));
     sampling = false;
     await sample;
@@ -160,11 +143,11 @@ describe('max-reserved', () => {
 
 describe('reserve-rate', () => {
   it('hands out at most the rate in a second, and a waiting reserve gets the next when a token comes back', async () => {
-    const [A] = (await sidecarsOnOnePrefix(1)) as [TestSidecar];
-    const p = await pool.dial(A.port);
+    const [A] = (await ctx.sidecars(1)) as [TestSidecar];
+    const p = await ctx.dial(A);
     await putJobs(p, 'slow', 8);
     await p.cmd('tube-set slow reserve-rate 5');
-    const w = await watching(await pool.dial(A.port), 'slow');
+    const w = await watching(await ctx.dial(A), 'slow');
     const t0 = Date.now();
     expect(await w.cmd('reserve-many 10 0')).toBe('RESERVED-MANY 5');
     for (let k = 0; k < 5; k++) await w.reply();
@@ -176,14 +159,14 @@ describe('reserve-rate', () => {
   });
 
   it('a rate of 100/s never lets more than 100 reserves into any second, with 10 workers on two sidecars', async () => {
-    const [A, B] = (await sidecarsOnOnePrefix(2)) as [TestSidecar, TestSidecar];
-    const p = await pool.dial(A.port);
+    const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
+    const p = await ctx.dial(A);
     await putJobs(p, 'hundred', 400);
     await p.cmd('tube-set hundred reserve-rate 100');
     // When each reserve ran, on Redis' clock: its reservation's deadline less the TTR (60 s).
     // (The workers' own clocks see replies late by varying ms: a few reserves would seem to bunch.)
     const reservations = new Layout(A.prefix, testShards).keys(new Layout(A.prefix, testShards).shardOf('hundred')).reserved;
-    const db = dataSetClient(redis.url);
+    const db = dataSetClient(ctx.redis.url);
     const reservedAt: number[] = [];
     const until = Date.now() + 2500;
     const work = async (w: Wire) => {

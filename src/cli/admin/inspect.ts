@@ -1,9 +1,9 @@
-// redstalk stats | tubes | peek | kick | pause | rooms | room | put: a look
+// redstalk stats | tubes | peek | kick | pause | limit | rooms | room | put: a look
 // inside a running sidecar, and the few changes an operator makes by hand.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import type { Client, TubeStats } from '../../../clients/node/src/index.js';
+import type { Client, TubeSetting, TubeStats } from '../../../clients/node/src/index.js';
 import { adminCommand, print, table, withClient, type AdminOptions } from './session.js';
 
 function whole(value: string): number {
@@ -19,12 +19,25 @@ export async function tubeStats(c: Client): Promise<TubeStats[]> {
   return Promise.all(names.map((n) => c.statsTube(n)));
 }
 
+/** A tube's limits (tube-set) in a few words, or '-'. */
+function limits(t: TubeStats): string {
+  const set = [t['max-reserved'] ? `${t['max-reserved']} at once` : '', t['reserve-rate'] ? `${t['reserve-rate']}/s` : ''].filter(Boolean);
+  return set.length > 0 ? set.join(', ') : '-';
+}
+
+/** The options of `limit`, each a tube-set setting. */
+const LIMIT_OPTIONS: ReadonlyArray<{ flag: string; setting: TubeSetting; key: 'maxReserved' | 'reserveRate' | 'dedupWindow'; help: string }> = [
+  { flag: '--max-reserved <n>', setting: 'max-reserved', key: 'maxReserved', help: 'at most n of its jobs reserved at once (0: no cap)' },
+  { flag: '--reserve-rate <n>', setting: 'reserve-rate', key: 'reserveRate', help: 'at most n reserves of its jobs in any one second (0: no cap)' },
+  { flag: '--dedup-window <seconds>', setting: 'dedup-window', key: 'dedupWindow', help: 'how long a deleted job\'s put-with key is remembered (default 300)' },
+];
+
 export function tubeTable(tubes: readonly TubeStats[], extra?: (t: TubeStats) => Array<string | number>, extraHead: string[] = []): string {
   return table([
-    ['tube', 'ready', 'urgent', 'reserved', 'delayed', 'buried', 'total', 'watching', 'waiting', 'paused', ...extraHead],
+    ['tube', 'ready', 'urgent', 'reserved', 'delayed', 'buried', 'total', 'watching', 'waiting', 'paused', 'limits', ...extraHead],
     ...tubes.map((t) => [t.name, t['current-jobs-ready'], t['current-jobs-urgent'], t['current-jobs-reserved'], t['current-jobs-delayed'],
       t['current-jobs-buried'], t['total-jobs'], t['current-watching'], t['current-waiting'], t['pause-time-left'] > 0 ? `${t['pause-time-left']}s` : '-',
-      ...(extra ? extra(t) : [])]),
+      limits(t), ...(extra ? extra(t) : [])]),
   ]);
 }
 
@@ -64,6 +77,18 @@ export function addInspectCommands(program: Command): void {
       await c.pauseTube(tube, whole(seconds));
       print(o, { tube, paused: whole(seconds) }, () => `paused ${tube} for ${seconds} s`);
     }));
+
+  const limit = adminCommand(program, 'limit <tube>', 'set a tube\'s limits (tube-set, kept in Redis for every sidecar); then show them');
+  for (const o of LIMIT_OPTIONS) limit.option(o.flag, o.help, whole);
+  limit.action((tube: string, o: AdminOptions & Partial<Record<(typeof LIMIT_OPTIONS)[number]['key'], number>>) => withClient(o, async (c) => {
+    for (const { setting, key } of LIMIT_OPTIONS) if (o[key] !== undefined) await c.tubeSet(tube, setting, o[key]);
+    // stats-tube prints them (defaults omitted) while the tube exists.
+    const t = await c.statsTube(tube).catch(() => null);
+    if (!t) return print(o, { tube, exists: false }, () => `${tube} does not exist now; its settings are kept for when it does`);
+    const shown = { 'max-reserved': t['max-reserved'] ?? 0, 'reserve-rate': t['reserve-rate'] ?? 0, 'dedup-window': t['dedup-window'] ?? 300,
+      'jobs-expired': t['jobs-expired'] ?? 0, 'duplicate-puts': t['duplicate-puts'] ?? 0 };
+    print(o, { tube, exists: true, ...shown }, () => table([['setting', 'value'], ...Object.entries(shown).map(([k, v]) => [k, String(v)])]));
+  }));
 
   adminCommand(program, 'rooms', 'every waiting room with its people')
     .action((o: AdminOptions) => withClient(o, async (c) => {
