@@ -17,6 +17,7 @@ check() { # WHAT EXPECTED ACTUAL
 		printf 'FAIL: %s\n  expected: %s\n  actual:   %s\n' "$1" "$2" "$3"
 	fi
 }
+isnum() { case $1 in *[!0-9]* | '') echo no ;; *) echo yes ;; esac; }
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/redstalk-sh-test.XXXXXX")
 trap 'rs_close; rm -rf "$TMP"' EXIT
 t=sh$$ # tube
@@ -24,7 +25,7 @@ r=room$$
 
 # --- the command line, one connection per call
 id=$("$CLI" put -t "$t" -p 5 -r 30 'hello world')
-check "put prints the id" yes "$(case $id in *[!0-9]* | '') echo no ;; *) echo yes ;; esac)"
+check "put prints the id" yes "$(isnum "$id")"
 check "stats-job: tube (unquoted), priority, ttr" "$t 5 30" \
 	"$("$CLI" stats-job "$id" | rs_field tube) $("$CLI" stats-job "$id" | rs_field pri) $("$CLI" stats-job "$id" | rs_field ttr)"
 printf 'a\r\nb\000c\377' >"$TMP/binary"
@@ -55,6 +56,49 @@ check "stats-tube of no tube: exit 1" 1 $?
 check "raw" "USING default" "$("$CLI" raw list-tube-used)"
 "$CLI" frobnicate 2>/dev/null
 check "unknown subcommand: usage, exit 2" 2 $?
+
+# put-with and tube-set
+k=$t-keyed
+expiring=$("$CLI" put -t "$k" -e 1 -x bury expiring) # checked below, once expired
+id=$("$CLI" put -t "$k" -k "order$$" -p 7 first)
+check "put -k prints the id" "0 yes" "$? $(isnum "$id")"
+dup=$("$CLI" put -t "$k" -k "order$$" second)
+check "put -k of the same key: the first job's id, exit 3" "$id 3" "$dup $?"
+check "... and nothing stored" "$(printf 'FOUND %s 5\nfirst' "$id") 2 1" \
+	"$("$CLI" raw "peek $id") $("$CLI" stats-tube "$k" | rs_field total-jobs) $("$CLI" stats-tube "$k" | rs_field duplicate-puts)"
+"$CLI" tube-set "$k" max-reserved 5
+check "tube-set" "0 5" "$? $("$CLI" stats-tube "$k" | rs_field max-reserved)"
+"$CLI" tube-set "$k" speed 1 2>"$TMP/err"
+check "tube-set of no such setting: BAD_FORMAT, exit 1" "1 redstalk: BAD_FORMAT" "$? $(cat "$TMP/err")"
+
+# A put-with whose reply is lost: for the first connection, this nc passes on one reply line
+# (to `use`), then holds the connection without a word until it is ended (with its real nc),
+# as nc does when the server closed; after RS_PUT_TIMEOUT the put-with is sent again.
+mkdir "$TMP/bin"
+cat >"$TMP/bin/nc" <<EOF
+#!/bin/sh
+[ -e "$TMP/cut" ] && exec $(command -v nc) "\$@"
+mkfifo "$TMP/cut"
+exec 3<&0
+$(command -v nc) "\$@" <&3 >"$TMP/cut" &
+trap 'kill \$!' TERM
+head -n 1 <"$TMP/cut"
+wait
+EOF
+chmod +x "$TMP/bin/nc"
+l=$t-lost
+id=$(PATH="$TMP/bin:$PATH" RS_PUT_TIMEOUT=1 RS_PUT_DELAY=0 "$CLI" put -t "$l" -k "order$$" lost 2>"$TMP/err")
+check "a lost reply: sent again, DUPLICATE (exit 3)" "3 yes redstalk: sending put-with order$$ again" \
+	"$? $(isnum "$id") $(grep again "$TMP/err")"
+check "... one job stored, the id printed" "1 1 $l" \
+	"$("$CLI" stats-tube "$l" | rs_field total-jobs) $("$CLI" stats-tube "$l" | rs_field duplicate-puts) $("$CLI" stats-job "$id" | rs_field tube)"
+
+for _ in 1 2 3 4 5; do
+	[ "$("$CLI" stats-job "$expiring" | rs_field state)" = buried ] && break
+	sleep 1
+done
+check "put -e 1 -x bury: buried, not reserved within a second" "buried 1" \
+	"$("$CLI" stats-job "$expiring" | rs_field state) $("$CLI" stats-tube "$k" | rs_field jobs-expired)"
 
 "$CLI" raw "room-config $r 1 30 120 30" >/dev/null
 check "enter" ENTERED "$("$CLI" enter "$r" ann)"
@@ -103,6 +147,26 @@ check "rs_leave" LEFT "$(rs_leave "$r-2" ann; echo "$RS_REPLY")"
 check "rs_stats_room" 1 "$(rs_stats_room "$r-2" | rs_field left-total)"
 rs_close
 check "rs_close hands the reserved job back" 1 "$("$CLI" stats-tube "$t" | rs_field current-jobs-ready)"
+
+RS_PUT_DELAY=0
+rs_connect
+rs_use "$k" && rs_watch "$k" && rs_ignore default
+rs_tube_set "$k" dedup-window 60
+check "rs_tube_set" 60 "$(rs_stats_tube "$k" | rs_field dedup-window)"
+rs_put_with first "f$$" 0 delete 5 >"$TMP/id"
+check "rs_put_with" "0 INSERTED" "$? ${RS_REPLY% *}"
+id=$(cat "$TMP/id")
+check "rs_put_with prints the id" "INSERTED $id" "$RS_REPLY"
+rs_put_with second "f$$" >/dev/null
+check "rs_put_with of the same key: DUPLICATE, 3" "3 DUPLICATE $id" "$? $RS_REPLY"
+kill "$RS_NC_PID" # the connection is lost
+rs_put_with 'no key' - 2>/dev/null
+check "rs_put_with without a key, connection lost: 2, not sent again" 2 $?
+rs_put_with keyed "g$$" >"$TMP/id" 2>/dev/null
+check "rs_put_with with a key, connection lost: sent again on a new one" "0 $k" \
+	"$? $(rs_stats_job "$(cat "$TMP/id")" | rs_field tube)"
+check "... which watches the tubes watched before" "$(printf -- '---\n- %s' "$k")" "$(rs_cmd list-tubes-watched | sed 1d)"
+rs_close
 rs_use "$t" 2>/dev/null
 check "not connected: exit 2" 2 $?
 rs_connect 127.0.0.1 1

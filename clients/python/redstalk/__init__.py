@@ -2,7 +2,7 @@
 
 from .aio import AsyncClient
 from .client import DEFAULT_PORT, Client, Connection
-from .commands import DEFAULT_PRIORITY, DEFAULT_TTR, Job, Pipeline, RoomState, RoomStatus, Stats
+from .commands import DEFAULT_PRIORITY, DEFAULT_TTR, Job, Pipeline, PutResult, RoomState, RoomStatus, Stats
 from .errors import (
     BadFormat,
     Buried,
@@ -22,6 +22,7 @@ from .errors import (
     UnknownCommand,
 )
 from .protocol import Reply, ReplyReader, parse_yaml_dict, parse_yaml_list
+from .retry import RetryPolicy
 from .worker import Worker, backoff_delay
 
 __version__ = "0.1.0"
@@ -29,7 +30,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AsyncClient", "BadFormat", "Buried", "Client", "Connection", "ConnectionClosed", "DEFAULT_PORT",
     "DEFAULT_PRIORITY", "DEFAULT_TTR", "DeadlineSoon", "Draining", "ExpectedCrlf", "InternalError", "Job",
-    "JobTooBig", "NotFound", "NotIgnored", "OutOfMemory", "Pipeline", "RedstalkError", "Reply", "ReplyReader",
-    "RoomState", "RoomStatus", "Stats", "TimedOut", "Unauthorized", "UnexpectedReply", "UnknownCommand", "Worker",
-    "backoff_delay", "parse_yaml_dict", "parse_yaml_list",
+    "JobTooBig", "NotFound", "NotIgnored", "OutOfMemory", "Pipeline", "PutResult", "RedstalkError", "Reply",
+    "ReplyReader", "RetryPolicy", "RoomState", "RoomStatus", "Stats", "TimedOut", "Unauthorized", "UnexpectedReply",
+    "UnknownCommand", "Worker", "backoff_delay", "parse_yaml_dict", "parse_yaml_list",
 ]

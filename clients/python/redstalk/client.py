@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .commands import Commands, Outcome, Pipeline, Request
+from .commands import Commands, Outcome, Pipeline, Request, Session
 from .errors import ConnectionClosed, RedstalkError
 from .protocol import CRLF, Reply, ReplyReader
+from .retry import RetryPolicy, retry_delay
 
 DEFAULT_PORT = 11300
 
@@ -25,11 +26,20 @@ def windows(requests: list[Request[Any]]) -> Iterator[tuple[bytes, list[Request[
         yield b"".join(r.encode() for r in window), window
 
 
-def outcome(request: Request[Any], reply: Reply) -> Outcome:
+def outcome(request: Request[Any], reply: Reply, session: Session) -> Outcome:
     try:
-        return request.decode(reply)
+        result = request.decode(reply)
     except RedstalkError as err:
         return err
+    if request.remember is not None:
+        request.remember(session)
+    return result
+
+
+def raise_any(outcomes: list[Outcome]) -> None:
+    for result in outcomes:
+        if isinstance(result, RedstalkError):
+            raise result
 
 
 class Connection:
@@ -75,6 +85,8 @@ class Connection:
 class Client(Commands):
     """A connection to redstalk (or beanstalkd). `timeout`: seconds to wait for a reply on
     top of what the command itself waits (reserve-with-timeout's seconds); None waits forever.
+    A put-with with a key whose reply is lost is sent again on a new connection, as `retry`
+    says; `idempotent`: every put without a key of its own gets a random one (redstalk only).
     Thread-safe: one command (or pipeline) at a time."""
 
     def __init__(
@@ -84,24 +96,55 @@ class Client(Commands):
         *,
         connect_timeout: float | None = 5.0,
         timeout: float | None = None,
+        idempotent: bool = False,
+        retry: RetryPolicy = RetryPolicy(),
     ) -> None:
+        self.host, self.port, self.connect_timeout = host, port, connect_timeout
         self.connection = Connection(host, port, connect_timeout)
         self.timeout = timeout
+        self.idempotent = idempotent
+        self.retry = retry
+        self.session = Session()
         self._lock = threading.Lock()
 
     def _call_many(self, requests: list[Request[Any]], combine: Callable[[list[Outcome]], Any]) -> Any:
         with self._lock:
-            outcomes = []
-            try:
-                for data, window in windows(requests):
-                    self.connection.send(data)
-                    for request in window:
-                        outcomes.append(outcome(request, self.connection.read_reply(request.reply_timeout(self.timeout))))
-            except BaseException:
-                # A reply left unread would be taken for the next command's: drop the connection.
-                self.connection.close()
-                raise
+            if self.connection.closed:
+                raise ConnectionClosed("connection is closed")
+            outcomes: list[Outcome] = []
+            delays = self.retry.delays()
+            while True:
+                try:
+                    if self.connection.closed:
+                        self._reconnect()
+                    self._exchange(requests[len(outcomes) :], outcomes)
+                    break
+                except OSError as err:
+                    # Lost, reset or timed out: the replies not read are unknown (and would be out
+                    # of step). Those safe to send twice go again on a new connection.
+                    self.connection.close()
+                    if (delay := retry_delay(requests[len(outcomes) :], delays, err)) is None:
+                        raise
+                    time.sleep(delay)
+                except BaseException:
+                    # A reply left unread would be taken for the next command's: drop the connection.
+                    self.connection.close()
+                    raise
         return combine(outcomes)
+
+    def _exchange(self, requests: list[Request[Any]], outcomes: list[Outcome]) -> None:
+        """Send the requests; append each one's outcome as its reply is read."""
+        for data, window in windows(requests):
+            self.connection.send(data)
+            for request in window:
+                reply = self.connection.read_reply(request.reply_timeout(self.timeout))
+                outcomes.append(outcome(request, reply, self.session))
+
+    def _reconnect(self) -> None:
+        self.connection = Connection(self.host, self.port, self.connect_timeout)
+        replayed: list[Outcome] = []
+        self._exchange(self.session.requests(), replayed)
+        raise_any(replayed)
 
     def pipeline(self) -> Pipeline:
         return Pipeline(self)

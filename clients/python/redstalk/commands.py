@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import operator
 import re
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -52,11 +53,19 @@ class RoomStatus:
 
 
 @dataclass(frozen=True)
+class PutResult:
+    id: int
+    duplicate: bool  # DUPLICATE: nothing stored, `id` is the job first put with this key
+
+
+@dataclass(frozen=True)
 class Request(Generic[T]):
     line: bytes
     decode: Callable[[Reply], T]
     body: bytes | None = None
     wait: float | None = 0.0  # how long the server may rightly hold the reply back; None: forever
+    retry: bool = False  # safe to send again when its reply is lost (a put-with with a key)
+    remember: Callable[[Session], None] | None = None  # what its success sets on the connection
 
     def encode(self) -> bytes:
         data = self.line + CRLF
@@ -133,6 +142,16 @@ def _room(inside: str) -> Callable[[Reply], RoomStatus]:
     return decode
 
 
+def _put_result(reply: Reply) -> PutResult:
+    if reply.word in ("INSERTED", "DUPLICATE") and len(reply.args) == 1:
+        return PutResult(int(reply.args[0]), reply.word == "DUPLICATE")
+    raise error_for(reply)
+
+
+def _put_id(reply: Reply) -> int:
+    return _put_result(reply).id
+
+
 def _raw(reply: Reply) -> Reply:
     if reply.word in ERRORS:
         raise error_for(reply)
@@ -182,6 +201,38 @@ def _token(token: str) -> bytes:
     return token.encode("ascii")
 
 
+_KEY = re.compile(r"[!-~]{1,128}")
+_ON_EXPIRY = ("delete", "bury")
+
+
+def _key(key: str | None) -> bytes:
+    if key is None:
+        return b"-"
+    # "-" is no key on the wire: a job put with it could be stored twice by a retry.
+    if not isinstance(key, str) or key == "-" or not _KEY.fullmatch(key):
+        raise ValueError(f"a put key is 1 to 128 printable ASCII characters without spaces, not '-': {key!r}")
+    return key.encode("ascii")
+
+
+def _job_data(body: bytes | str, *numbers: int) -> bytes:
+    data = body.encode() if isinstance(body, str) else bytes(body)
+    # A put line answered BAD_FORMAT leaves its body to be read as commands: never send one.
+    if not all(0 <= operator.index(n) <= U32_MAX for n in (*numbers, len(data))):
+        raise ValueError("put: priority, delay, ttr, expire and the body's length are 32-bit unsigned")
+    return data
+
+
+def _put_with(
+    body: bytes | str, key: str | None, expire: int, on_expiry: str, priority: int, delay: int, ttr: int,
+    decode: Callable[[Reply], T],
+) -> Request[T]:
+    if on_expiry not in _ON_EXPIRY:
+        raise ValueError(f"on_expiry is 'delete' or 'bury', not {on_expiry!r}")
+    data = _job_data(body, expire, priority, delay, ttr)
+    line = _line("put-with", _key(key), expire, on_expiry.encode(), priority, delay, ttr, len(data))
+    return Request(line, decode, data, retry=key is not None)
+
+
 def _line(word: str, *args: bytes | int) -> bytes:
     """A command line: args are names checked by _name, or integers (a str is refused)."""
     return b" ".join([word.encode(), *(a if isinstance(a, bytes) else b"%d" % operator.index(a) for a in args)])
@@ -189,6 +240,8 @@ def _line(word: str, *args: bytes | int) -> bytes:
 
 class Commands:
     """Every command, for any client that implements _call_many."""
+
+    idempotent = False  # a client's option: every put without a key of its own gets a random one
 
     def _call_many(self, requests: list[Request[Any]], combine: Callable[[list[Outcome]], Any]) -> Any:
         """Send the requests at once, read their replies in order, return combine(outcomes)."""
@@ -200,15 +253,35 @@ class Commands:
     # Producer
 
     def put(self, body: bytes | str, priority: int = DEFAULT_PRIORITY, delay: int = 0, ttr: int = DEFAULT_TTR) -> int:
-        """Insert a job into the used tube; returns its id. Raises Buried(id), JobTooBig, Draining."""
-        data = body.encode() if isinstance(body, str) else bytes(body)
-        # A put line answered BAD_FORMAT leaves its body to be read as commands: never send one.
-        if not all(0 <= operator.index(n) <= U32_MAX for n in (priority, delay, ttr, len(data))):
-            raise ValueError("put: priority, delay, ttr and the body's length are 32-bit unsigned")
+        """Insert a job into the used tube; returns its id. Raises Buried(id), JobTooBig, Draining.
+        On an idempotent client: a put-with with a random key, sent again if its reply is lost."""
+        if self.idempotent:
+            return self._call(_put_with(body, _random_key(), 0, "delete", priority, delay, ttr, _put_id))
+        data = _job_data(body, priority, delay, ttr)
         return self._call(Request(_line("put", priority, delay, ttr, len(data)), _number("INSERTED"), data))
 
+    def put_with(
+        self,
+        body: bytes | str,
+        key: str | None = None,
+        *,
+        expire: int = 0,
+        on_expiry: str = "delete",
+        priority: int = DEFAULT_PRIORITY,
+        delay: int = 0,
+        ttr: int = DEFAULT_TTR,
+    ) -> PutResult:
+        """redstalk's put-with: a put that a key makes safe to send again (the tube stores one
+        job per key; a later put of the key answers DUPLICATE with that job's id), and a job
+        deleted or buried (`on_expiry`) when no reserve took it `expire` seconds after its put
+        (0: never). With a key (or on an idempotent client, which picks a random one), a lost
+        reply is retried on a new connection. Raises JobTooBig, Draining."""
+        if key is None and self.idempotent:
+            key = _random_key()
+        return self._call(_put_with(body, key, expire, on_expiry, priority, delay, ttr, _put_result))
+
     def use(self, tube: str) -> str:
-        return self._call(Request(_line("use", _name(tube)), _text("USING")))
+        return self._call(Request(_line("use", _name(tube)), _text("USING"), remember=lambda s: s.use(tube)))
 
     # Worker
 
@@ -246,11 +319,11 @@ class Commands:
 
     def watch(self, tube: str) -> int:
         """Returns how many tubes are watched now."""
-        return self._call(Request(_line("watch", _name(tube)), _number("WATCHING")))
+        return self._call(Request(_line("watch", _name(tube)), _number("WATCHING"), remember=lambda s: s.watch(tube)))
 
     def ignore(self, tube: str) -> int:
         """Returns how many tubes are watched now; NotIgnored for the last one."""
-        return self._call(Request(_line("ignore", _name(tube)), _number("WATCHING")))
+        return self._call(Request(_line("ignore", _name(tube)), _number("WATCHING"), remember=lambda s: s.ignore(tube)))
 
     # Other
 
@@ -295,6 +368,12 @@ class Commands:
     def pause_tube(self, tube: str, delay: int) -> None:
         return self._call(Request(_line("pause-tube", _name(tube), delay), _none("PAUSED")))
 
+    def tube_set(self, tube: str, setting: str, value: int) -> None:
+        """redstalk's tube-set: `max-reserved` (jobs reserved at once, 0: no cap), `reserve-rate`
+        (reserves in any one second, 0: no cap) or `dedup-window` (seconds a deleted job's
+        put key is remembered). BadFormat for another setting or a rate over 100000."""
+        return self._call(Request(_line("tube-set", _name(tube), _name(setting), value), _none("OK")))
+
     # Waiting rooms (redstalk extension)
 
     def enter(self, room: str, user: str) -> RoomStatus:
@@ -333,7 +412,7 @@ class Commands:
         """Give the server's token (`--auth-token`); until then a server that has one answers
         every command Unauthorized. Raises Unauthorized for a wrong token; the server closes
         the connection after three. A server without a token accepts any."""
-        return self._call(Request(_line("auth", _token(token)), _none("OK")))
+        return self._call(Request(_line("auth", _token(token)), _none("OK"), remember=lambda s: s.auth(token)))
 
     # Anything else
 
@@ -346,6 +425,56 @@ class Commands:
         return self._call(Request(data, _raw, body, wait=None))
 
 
+def _random_key() -> str:
+    return secrets.token_hex(16)  # 128 bits: no two puts meet by chance
+
+
+class Session:
+    """What a connection was told that a new one must be told again before a lost put is
+    sent on it: the token, the used tube, the watched tubes (from the commands that succeeded)."""
+
+    def __init__(self) -> None:
+        self.token: str | None = None
+        self.tube = "default"
+        self.watched = ["default"]
+
+    def auth(self, token: str) -> None:
+        self.token = token
+
+    def use(self, tube: str) -> None:
+        self.tube = tube
+
+    def watch(self, tube: str) -> None:
+        if tube not in self.watched:
+            self.watched.append(tube)
+
+    def ignore(self, tube: str) -> None:
+        if tube in self.watched:
+            self.watched.remove(tube)
+
+    def requests(self) -> list[Request[Any]]:
+        """The commands that bring a new connection to this state."""
+        replay = _Recorder()
+        if self.token is not None:
+            replay.auth(self.token)
+        if self.tube != "default":
+            replay.use(self.tube)
+        for tube in self.watched:
+            if tube != "default":
+                replay.watch(tube)
+        if "default" not in self.watched:
+            replay.ignore("default")  # last: a connection always watches at least one tube
+        return replay.requests
+
+
+class _Recorder(Commands):
+    def __init__(self) -> None:
+        self.requests: list[Request[Any]] = []
+
+    def _call_many(self, requests: list[Request[Any]], combine: Callable[[list[Outcome]], Any]) -> None:
+        self.requests += requests
+
+
 class Pipeline(Commands):
     """Queues commands; execute() sends them at once and returns their results in order,
     with the exception instance in place of a failed command's result."""
@@ -356,6 +485,10 @@ class Pipeline(Commands):
 
     def _call_many(self, requests: list[Request[Any]], combine: Callable[[list[Outcome]], Any]) -> None:
         self._groups.append((requests, combine))
+
+    @property
+    def idempotent(self) -> bool:  # type: ignore[override]
+        return self._client.idempotent
 
     def __len__(self) -> int:
         return len(self._groups)

@@ -4,8 +4,6 @@ replies redstalk never sends (BURIED from put/release) through a scripted fake s
 from __future__ import annotations
 
 import random
-import socket
-import threading
 import unittest
 
 from redstalk import (
@@ -18,6 +16,8 @@ from redstalk import (
     parse_yaml_dict,
     parse_yaml_list,
 )
+
+from .fakes import HOST, FakeServer
 
 
 def read_all(data: bytes, chunk: int = 1) -> list:
@@ -40,6 +40,7 @@ class ReplyReaderTest(unittest.TestCase):
         b"RESERVED-MANY 2\r\nRESERVED 3 1\r\nx\r\nRESERVED 4 2\r\nyz\r\n"
         b"RESERVED-MANY 0\r\n"
         b"WAITING 3 40\r\n"
+        b"DUPLICATE 5\r\n"
     )
 
     def test_frames_every_reply_kind_however_the_bytes_arrive(self) -> None:
@@ -47,7 +48,10 @@ class ReplyReaderTest(unittest.TestCase):
             replies = read_all(self.STREAM, chunk)
             self.assertEqual(
                 [r.line for r in replies],
-                ["INSERTED 1", "RESERVED 1 7", "FOUND 2 0", "OK 14", "OK", "RESERVED-MANY 2", "RESERVED-MANY 0", "WAITING 3 40"],
+                [
+                    "INSERTED 1", "RESERVED 1 7", "FOUND 2 0", "OK 14", "OK", "RESERVED-MANY 2", "RESERVED-MANY 0",
+                    "WAITING 3 40", "DUPLICATE 5",
+                ],
             )
             self.assertEqual(b"".join(r.raw for r in replies), self.STREAM)
             self.assertEqual(replies[1].body, b"a\r\nb\0\xff\r")
@@ -55,6 +59,7 @@ class ReplyReaderTest(unittest.TestCase):
             self.assertIsNone(replies[4].body)
             self.assertEqual([(j.args, j.body) for j in replies[5].jobs], [(("3", "1"), b"x"), (("4", "2"), b"yz")])
             self.assertEqual(replies[7].args, ("3", "40"))
+            self.assertEqual((replies[8].word, replies[8].args, replies[8].body), ("DUPLICATE", ("5",), None))
 
     def test_incomplete_reply_waits(self) -> None:
         reader = ReplyReader()
@@ -97,35 +102,10 @@ class BackoffTest(unittest.TestCase):
         self.assertEqual(backoff_delay(3, 0.0, 60.0), 0)
 
 
-class FakeServer:
-    """Answers each command line it reads with the next scripted reply."""
-
-    def __init__(self, replies: list[bytes]) -> None:
-        self.lines: list[bytes] = []
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._thread = threading.Thread(target=self._serve, args=(replies,), daemon=True)
-        self._thread.start()
-
-    def _serve(self, replies: list[bytes]) -> None:
-        conn, _ = self._listener.accept()
-        with conn, conn.makefile("rb") as lines:
-            for reply in replies:
-                line = lines.readline()
-                self.lines.append(line)
-                if line.startswith(b"put "):
-                    lines.read(int(line.split()[-1]) + 2)
-                conn.sendall(reply)
-
-    def close(self) -> None:
-        self._thread.join(5)
-        self._listener.close()
-
-
 class FakeServerTest(unittest.TestCase):
     def test_buried_carries_the_job_id(self) -> None:
         server = FakeServer([b"BURIED 7\r\n", b"BURIED\r\n", b"BURIED\r\n"])
-        with Client("127.0.0.1", server.port) as client:
+        with Client(HOST, server.port) as client:
             with self.assertRaises(Buried) as put:
                 client.put(b"body")
             self.assertEqual(put.exception.job_id, 7)
@@ -134,11 +114,11 @@ class FakeServerTest(unittest.TestCase):
             self.assertEqual(release.exception.job_id, 9)
             self.assertIsNone(client.bury(9))  # the success reply of bury
         server.close()
-        self.assertEqual(server.lines, [b"put 1024 0 60 4\r\n", b"release 9 1024 0\r\n", b"bury 9 1024\r\n"])
+        self.assertEqual(server.commands, [b"put 1024 0 60 4\r\nbody\r\n", b"release 9 1024 0\r\n", b"bury 9 1024\r\n"])
 
     def test_unknown_reply_word(self) -> None:
         server = FakeServer([b"SURPRISE\r\n", b"NOT_FOUND\r\n"])
-        with Client("127.0.0.1", server.port) as client:
+        with Client(HOST, server.port) as client:
             with self.assertRaises(UnexpectedReply):
                 client.delete(1)
             with self.assertRaises(NotFound):  # still in step: the reply was framed, only unknown
@@ -149,7 +129,7 @@ class FakeServerTest(unittest.TestCase):
 class ArgumentTest(unittest.TestCase):
     def test_names_and_numbers_cannot_break_the_framing(self) -> None:
         server = FakeServer([])
-        with Client("127.0.0.1", server.port) as client:
+        with Client(HOST, server.port) as client:
             for bad in ("a b", "a\r\nstats", "", "caf\u00e9"):
                 with self.subTest(name=bad), self.assertRaises(ValueError):
                     client.use(bad)
