@@ -1,14 +1,12 @@
 // What a connection uses and watches (use, watch, ignore, list-*), pausing a
 // tube, a tube's settings (tube-set), and quit.
 import { line, okReply, REPLY } from '../protocol/replies.js';
-import { isValidName } from '../protocol/spec.js';
+import { isValidName, LIMITS } from '../protocol/spec.js';
 import { yamlList } from '../protocol/yaml.js';
 import type { Handlers } from './session.js';
 
 type TubeCommand = 'use' | 'watch' | 'ignore' | 'list-tubes-watched' | 'list-tube-used' | 'list-tubes' | 'pause-tube' | 'tube-set' | 'quit';
 
-/** The most reserves a second a tube may allow (its last second of reserves is kept: includes/limits.lua). */
-export const MAX_RESERVE_RATE = 100_000;
 
 /** Runs fn after p, or at once when there is nothing to wait for. */
 function after(p: Promise<void> | undefined, fn: () => void): Promise<void> | void {
@@ -50,7 +48,8 @@ export const tubeHandlers: Handlers<TubeCommand> = {
     s.answer((await svc.jobs.pauseTube(tube, delay)) ? REPLY.PAUSED : REPLY.NOT_FOUND);
   },
   async 'tube-set'(s, [tube, setting, value], svc) {
-    if (setting === 'reserve-rate' && value > MAX_RESERVE_RATE) return s.answer(REPLY.BAD_FORMAT);
+    // A tube keeps the times of its last second of reserves (includes/limits.lua): bounded.
+    if (setting === 'reserve-rate' && value > LIMITS.reserveRateMax) return s.answer(REPLY.BAD_FORMAT);
     await svc.jobs.tubeSet(tube, setting, value);
     s.answer(REPLY.OK);
   },

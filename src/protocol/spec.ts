@@ -30,6 +30,7 @@ export interface ProtocolSpec {
     urgentBelowPri: number;
     safetyMarginSeconds: number;
     reserveTimeoutMax: number;
+    reserveRateMax: number;
   };
   nameChars: string;
   errors: string[];

@@ -74,6 +74,19 @@ export const tokenToken: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.constant('') },
 );
 
+/** put-with keys: printable words (`-`, one at the 128-byte limit, one over it), or with a space or a byte beyond printable. */
+const keyToken: fc.Arbitrary<string> = fc.oneof(
+  { weight: 6, arbitrary: fc.string({ unit: printable, minLength: 1, maxLength: 20 }) },
+  { weight: 1, arbitrary: fc.constantFrom('-', 'k'.repeat(128), 'k'.repeat(129)) },
+  { weight: 1, arbitrary: tokenToken },
+);
+
+/** A choice's words, in other cases, cut short, or none. */
+const choiceToken = (values: readonly string[]): fc.Arbitrary<string> => fc.oneof(
+  { weight: 6, arbitrary: fc.constantFrom(...values) },
+  { weight: 1, arbitrary: fc.constantFrom(...values.flatMap((v) => [v.toUpperCase(), v.slice(0, -1), `${v}x`]), '') },
+);
+
 export interface LineOptions {
   /** Job ids (u64 arguments). */
   id?: fc.Arbitrary<string>;
@@ -113,6 +126,8 @@ export function commandOf(spec: CommandSpec, opts: LineOptions = {}): fc.Arbitra
       case 'tube': case 'tube-lenient': return opts.tube ?? nameToken;
       case 'name': return opts.name ?? nameToken;
       case 'token': return tokenToken;
+      case 'key': return keyToken;
+      case 'choice': return choiceToken(a.values!);
       default: throw new Error(`no generator for argument type ${a.type}`);
     }
   };

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export interface ArgSpec { name: string; type: string; min?: number; max?: number }
+export interface ArgSpec { name: string; type: string; min?: number; max?: number; values?: string[] }
 export interface CommandSpec {
   name: string;
   match: string;
@@ -20,7 +20,7 @@ export interface CommandSpec {
   extension?: boolean;
 }
 interface Spec {
-  limits: { lineBytes: number; tubeNameBytes: number; defaultMaxJobSize: number; reserveTimeoutMax: number };
+  limits: { lineBytes: number; tubeNameBytes: number; defaultMaxJobSize: number; reserveTimeoutMax: number; reserveRateMax: number };
   nameChars: string;
   errors: string[];
   replyBodies: Record<string, { lengthFrom: string; terminator: string; content: string }>;
@@ -128,6 +128,19 @@ export function modelParse(line: string): Verdict {
         args.push(rest);
         rest = '';
         break;
+      case 'key': case 'choice': {
+        // put-with's key (printable bytes but space, at most 128) and a choice's words: end at a space; one space before each but the first.
+        if (k > 0) {
+          if (rest[0] !== ' ') return BAD;
+          rest = rest.slice(1);
+        }
+        const word = /^[^ ]*/.exec(rest)![0];
+        const ok = a.type === 'choice' ? a.values!.includes(word) : /^[\x21-\x7e]{1,128}$/.test(word);
+        if (!ok) return BAD;
+        args.push(word);
+        rest = rest.slice(word.length);
+        break;
+      }
       case 'tube-lenient': {
         // pause-tube: spaces, then a run of name characters (validity is the handler's: BAD_FORMAT there).
         const m = LENIENT_NAME.exec(rest);
@@ -370,6 +383,10 @@ function command(f: Framing, stream: Buffer, line: string, next: number, maxJobS
   const tubeLenient = spec.args.findIndex((a) => a.type === 'tube-lenient');
   if (tubeLenient >= 0 && !validName(v.args[tubeLenient] as string)) {
     f.expects.push(exactly('BAD_FORMAT', input, v)); // pause-tube checks the name itself
+    return next;
+  }
+  if (v.command === 'tube-set' && v.args[1] === 'reserve-rate' && (v.args[2] as number) > SPEC.limits.reserveRateMax) {
+    f.expects.push(exactly('BAD_FORMAT', input, v)); // tube-set checks the rate itself
     return next;
   }
   const e: Expect = { allowed: [...spec.replies, ...STORE_ERRORS], input, verdict: v };
