@@ -35,6 +35,7 @@ export interface Sidecar { id: string; counters: Record<string, string>; info: R
 export interface Tube {
   name: string; urgent: number; ready: number; reserved: number; delayed: number; buried: number;
   total: number; deleted: number; paused: boolean; pauseLeft: number; oldestReadyAge: number | null;
+  limits: { maxReserved: number; reserveRate: number; dedupWindow: number }; expired: number; duplicatePuts: number;
   /** Jobs put and deleted per second, over the last minute at most (null until the sidecar read the tube twice). */
   rates: { put: number; deleted: number; overSeconds: number } | null;
   /** One tube's page only: how long its jobs waited ready and ran (ms), all live sidecars. */

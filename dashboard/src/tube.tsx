@@ -45,6 +45,9 @@ export function TubeView({ name }: { name: string }) {
             <Figure key={k} label={`${k} p50 / p99`} value={`${duration(tube.latency![k].p50)} / ${duration(tube.latency![k].p99)}`} />
           ))}
           <Figure label="paused" value={tube.paused ? `${tube.pauseLeft}s` : 'no'} />
+          <Figure label="max reserved" value={tube.limits.maxReserved || '-'} />
+          <Figure label="reserves / s" value={tube.limits.reserveRate || '-'} />
+          {(tube.expired > 0 || tube.duplicatePuts > 0) && <Figure label="expired / duplicate puts" value={`${tube.expired} / ${tube.duplicatePuts}`} />}
         </div>
       )}
       <div class="bar">

@@ -28,7 +28,7 @@
 --                              was deleted: the tube's dedup window runs)
 --   <tag>:expiring     zset   expiry ms, member member(id)..tube (put-with jobs
 --                              not reserved yet; swept by promoteDue.lua)
---   <tube meta>:spent  zset   job id -> ms of a reserve of the tube's, the last
+--   <tube meta>:spent  zset   "<id>.<reserves>" -> ms of a reserve of the tube's, the last
 --                              second's (a tube with a reserve-rate)
 --   per tube i (base = 10 + 5*(i-1)): meta hash, ready zset (score pri, member
 --   member(id)), delayed zset (score ready-at), buried zset (score bury order),
@@ -45,7 +45,7 @@
 -- costs its Lua <-> Redis crossing and, Redis replicating scripts by their
 -- effects, its own AOF/replica entry.
 local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY, K_BODIES -- this call's (begin_jobs)
-local K_EXPIRING -- derived from the tag (begin_jobs)
+local K_EXPIRING -- this call's, made on first use: expiring_key() (begin_jobs)
 local GLOBALS = 10
 
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
@@ -80,6 +80,12 @@ end
 -- (ShardKeys.tube), for a reserve over more tubes than travel in KEYS. They
 -- share the hash tag of the globals, so they live in the same slot.
 local TAG -- this call's: KEYS[1] is <tag>:jobs (begin_jobs)
+
+-- put-with jobs not reserved yet, by expiry: <tag>:expiring.
+local function expiring_key()
+  K_EXPIRING = K_EXPIRING or TAG .. ':expiring'
+  return K_EXPIRING
+end
 local function tube_named(name)
   local base = TAG .. ':tube:' .. name
   return { name = name, meta = base, ready = base .. ':ready', delayed = base .. ':delayed', buried = base .. ':buried', refs = base .. ':refs' }
@@ -227,7 +233,7 @@ end
 local function delete_job(T, id)
   local j = jobs_meta[id]
   if j and j[F_KEY] ~= 0 then forget_key_later(T.name, j[F_KEY]) end
-  if j and j[F_EXPIRES] ~= 0 then redis.call('ZREM', K_EXPIRING, member(id) .. T.name) end
+  if j and j[F_EXPIRES] ~= 0 then redis.call('ZREM', expiring_key(), member(id) .. T.name) end
   if not jobs_unstored[id] then
     jobs_to_delete[#jobs_to_delete + 1] = id
     if j and j[F_APART] == 1 then bodies_to_delete[#bodies_to_delete + 1] = id end
@@ -460,6 +466,7 @@ local freed
 local function leave_reserved(T, id, j)
   if j[F_LIMITED] == 1 then
     j[F_LIMITED] = 0
+    freed = freed or {}
     local f = freed[T.name]
     if f then f.n = f.n + 1 else freed[T.name] = { T = T, n = 1 } end
   end
@@ -487,7 +494,7 @@ end
 
 local function enter_reserved(T, id, j, now, owner)
   if j[F_EXPIRES] ~= 0 then -- reserved in time: it never expires now
-    redis.call('ZREM', K_EXPIRING, member(id) .. T.name)
+    redis.call('ZREM', expiring_key(), member(id) .. T.name)
     j[F_EXPIRES] = 0
   end
   j[F_STATE] = RESERVED
@@ -540,10 +547,10 @@ end
 local function notify_net_ready(channel)
   for name, n in pairs(net_ready) do notify_ready(channel, name, n) end
   -- A slot freed under max-reserved lets a waiter take a job that was ready before.
-  for name, f in pairs(freed) do
+  for name, f in pairs(freed or {}) do
     if (net_ready[name] or 0) <= 0 then notify_ready(channel, name, math.min(f.n, redis.call('ZCARD', f.T.ready))) end
   end
-  net_ready, freed = {}, {}
+  net_ready, freed = {}, nil
 end
 
 -- The tubes in list-tubes order, kept as beanstalkd keeps its array of
@@ -585,7 +592,7 @@ local function ensure_tube(T)
   if num then return tonumber(num) end
   num = redis.call('HINCRBY', K_STATS, 'tube-seq', 1)
   redis.call('HSET', T.meta, 'num', num)
-  local settings = redis.call('HGET', K_SETTINGS, T.name)
+  local settings = redis.call('HGET', settings_key(), T.name)
   if settings then redis.call('HSET', T.meta, 'settings', settings) end
   redis.call('HSET', K_TUBE_NAMES, num, T.name)
   redis.call('ZADD', K_TUBES, redis.call('ZCARD', K_TUBES), T.name)
@@ -676,11 +683,11 @@ local function begin_jobs()
   K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY, K_BODIES =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
   TAG = string.sub(K_JOBS, 1, -6)
-  K_EXPIRING = TAG .. ':expiring'
+  K_EXPIRING = nil
   jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored = {}, {}, {}, {}, {}
   jobs_to_write, jobs_to_delete, bodies_to_delete, bodies_apart = {}, {}, {}, nil
   moved_ready, moved_urgent, moved_buried = 0, 0, 0
-  touched, touched_tube, net_ready, freed = {}, {}, {}, {}
+  touched, touched_tube, net_ready, freed = {}, {}, {}, nil
   deadlines, unreserved, in_zset, reserved_moved = {}, {}, {}, {}
   queued_adds, queued_order = {}, {}
   leases = {}

@@ -5,12 +5,14 @@
 --
 -- reserve-rate n is exact over any one-second window: each reserve spends a
 -- token that comes back a second later, kept as the tube's last second of
--- reserves (<meta>:spent, job id -> ms). A bucket refilled at n a second
--- would let 2n through in a second that straddles a full bucket.
+-- reserves (<meta>:spent, "<job id>.<its reserve count>" -> ms). A bucket
+-- refilled at n a second would let 2n through in a second that straddles a
+-- full bucket.
 --- @include "jobs"
 local gates -- this call's: tube name -> { pause = ms, s = settings }
 
 local function gate(T)
+  gates = gates or {}
   local g = gates[T.name]
   if not g then
     local m = redis.call('HMGET', T.meta, 'pause-until', 'settings')
@@ -70,11 +72,11 @@ local function take_slot(T, id, j, now)
   if s.max > 0 then j[F_LIMITED] = 1 end
   if s.rate > 0 then
     local key = spent_key(T)
-    redis.call('ZADD', key, now, id)
+    redis.call('ZADD', key, now, id .. '.' .. j[F_RESERVES]) -- one member per reserve, not per job
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now - 1000)
   end
 end
 
 local function begin_limits()
-  gates = {}
+  gates = nil
 end

@@ -5,8 +5,15 @@
 -- ensure_tube when the tube comes back), so that a reserve reads it with the
 -- pause it reads anyway.
 local DEFAULT_SETTINGS = { max = 0, rate = 0, window = 300 }
-local K_SETTINGS -- this call's (begin_settings)
-local settings_seen -- this call's: tube name -> settings
+-- This call's, made on first use (most calls need neither): the key, and
+-- tube name -> settings.
+local K_SETTINGS, settings_seen
+
+-- <tag>:tube-settings, of the tag of KEYS[1] (<tag>:jobs).
+local function settings_key()
+  K_SETTINGS = K_SETTINGS or string.sub(KEYS[1], 1, -6) .. ':tube-settings'
+  return K_SETTINGS
+end
 
 local function parse_settings(s)
   if not s then return DEFAULT_SETTINGS end
@@ -20,9 +27,10 @@ end
 
 -- A tube's settings: from a copy read already (its meta's, `copy`), or asked.
 local function tube_settings(name, copy)
+  settings_seen = settings_seen or {}
   local s = settings_seen[name]
   if not s then
-    if copy == nil then copy = redis.call('HGET', K_SETTINGS, name) end
+    if copy == nil then copy = redis.call('HGET', settings_key(), name) end
     s = parse_settings(copy or nil)
     settings_seen[name] = s
   end
@@ -30,6 +38,5 @@ local function tube_settings(name, copy)
 end
 
 local function begin_settings()
-  K_SETTINGS = string.sub(KEYS[1], 1, -6) .. ':tube-settings'
-  settings_seen = {}
+  K_SETTINGS, settings_seen = nil, nil
 end

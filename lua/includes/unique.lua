@@ -5,11 +5,20 @@
 -- no two puts of one key both store.
 --- @include "clock"
 --- @include "settings"
-local K_UNIQUE, K_UNIQUE_GONE -- this call's (begin_unique)
+local K_UNIQUE, K_UNIQUE_GONE -- this call's, made on first use (begin_unique)
+
+local function unique_keys()
+  if not K_UNIQUE then
+    local tag = string.sub(KEYS[1], 1, -6)
+    K_UNIQUE, K_UNIQUE_GONE = tag .. ':unique', tag .. ':unique-gone'
+  end
+  return K_UNIQUE, K_UNIQUE_GONE
+end
 
 -- The id of the job put into tube `name` with `key`, or nil: none, or its window has run out.
 local function key_owner(name, key)
   local field = name .. ' ' .. key
+  local K_UNIQUE, K_UNIQUE_GONE = unique_keys()
   local id = redis.call('HGET', K_UNIQUE, field)
   if not id then return nil end
   local gone = redis.call('ZSCORE', K_UNIQUE_GONE, field)
@@ -22,12 +31,13 @@ local function key_owner(name, key)
 end
 
 local function remember_key(name, key, id)
-  redis.call('HSET', K_UNIQUE, name .. ' ' .. key, id)
+  redis.call('HSET', (unique_keys()), name .. ' ' .. key, id)
 end
 
 -- The job of this key was deleted: the key is forgotten after the tube's dedup window.
 local function forget_key_later(name, key)
   local field = name .. ' ' .. key
+  local K_UNIQUE, K_UNIQUE_GONE = unique_keys()
   local window = tube_settings(name).window
   if window == 0 then
     redis.call('HDEL', K_UNIQUE, field)
@@ -38,6 +48,7 @@ end
 
 -- Keys whose window ran out by `now`, at most `limit` of them.
 local function forget_due_keys(now, limit)
+  local K_UNIQUE, K_UNIQUE_GONE = unique_keys()
   local due = redis.call('ZRANGEBYSCORE', K_UNIQUE_GONE, '-inf', now, 'LIMIT', 0, limit)
   if #due == 0 then return end
   redis.call('HDEL', K_UNIQUE, unpack(due))
@@ -45,6 +56,5 @@ local function forget_due_keys(now, limit)
 end
 
 local function begin_unique()
-  local tag = string.sub(KEYS[1], 1, -6)
-  K_UNIQUE, K_UNIQUE_GONE = tag .. ':unique', tag .. ':unique-gone'
+  K_UNIQUE, K_UNIQUE_GONE = nil, nil
 end

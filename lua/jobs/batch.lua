@@ -121,7 +121,7 @@ local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
   end
   if expire and expire > 0 then
     j[F_EXPIRES], j[F_EXPIRY_BURY] = now + expire * 1000, bury
-    redis.call('ZADD', K_EXPIRING, j[F_EXPIRES], member(id) .. T.name)
+    redis.call('ZADD', expiring_key(), j[F_EXPIRES], member(id) .. T.name)
   end
   wait_or_ready(ti, id, j, delay, run, true, true)
   add_job(id, j, body)

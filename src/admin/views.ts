@@ -40,6 +40,9 @@ export interface TubeView {
   rates: Rates | null;
   /** Seconds since the oldest ready job was put; null when none is ready. */
   oldestReadyAge: number | null;
+  /** Its settings (tube-set; 0: no limit) and put-with counts. */
+  limits: { maxReserved: number; reserveRate: number; dedupWindow: number };
+  expired: number; duplicatePuts: number;
 }
 
 /** How long a tube's jobs waited ready and ran (ms), summed over the live sidecars since each started. */
@@ -57,5 +60,7 @@ export function tubeView(name: string, c: TubeCounts, oldestReadyMs: number | un
     name, urgent: c.urgent, ready: c.ready, reserved: c.reserved, delayed: c.delayed, buried: c.buried,
     total: c.totalJobs, deleted: c.cmdDelete, paused: c.pauseLeftUs > 0, pauseLeft, rates,
     oldestReadyAge: oldestReadyMs === undefined ? null : oldestReadyMs / 1000,
+    limits: { maxReserved: c.maxReserved, reserveRate: c.reserveRate, dedupWindow: c.dedupWindow },
+    expired: c.jobsExpired, duplicatePuts: c.duplicatePuts,
   };
 }

@@ -173,6 +173,16 @@ describe('the admin API', () => {
     expect(await api.post('/api/tubes/p/pause', { seconds: -1 })).toMatchObject({ status: 400 });
   });
 
+  it('shows a tube\'s limits and its put-with counts', async () => {
+    const { w, api } = await start();
+    expect((await api.get('/api/tubes/default')).body).toMatchObject({ limits: { maxReserved: 0, reserveRate: 0, dedupWindow: 300 }, expired: 0, duplicatePuts: 0 });
+    expect(await w.cmd('tube-set default max-reserved 3')).toBe('OK');
+    expect(await w.cmd('tube-set default reserve-rate 40')).toBe('OK');
+    expect(await w.cmd('put-with k 0 delete 0 0 60 1\r\na')).toMatch(/^INSERTED/);
+    expect(await w.cmd('put-with k 0 delete 0 0 60 1\r\na')).toMatch(/^DUPLICATE/);
+    expect((await api.get('/api/tubes/default')).body).toMatchObject({ limits: { maxReserved: 3, reserveRate: 40, dedupWindow: 300 }, duplicatePuts: 1 });
+  });
+
   it('acts in bulk only with a confirmation for the same filter, on at most the count confirmed', async () => {
     const { w, api } = await start();
     const ids = await putMany(w, 'bulk', Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? `bad ${i}` : `good ${i}`)));

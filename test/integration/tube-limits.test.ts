@@ -158,6 +158,18 @@ describe('reserve-rate', () => {
     expect(waited).toBeLessThan(2000);
   });
 
+  it('counts every reserve, also of one job reserved again within the second', async () => {
+    const [A] = (await ctx.sidecars(1)) as [TestSidecar];
+    const w = await watching(await ctx.dial(A), 'again');
+    await putJobs(w, 'again', 1);
+    expect(await w.cmd('tube-set again reserve-rate 2')).toBe('OK');
+    for (let k = 0; k < 2; k++) {
+      expect(await w.cmd('reserve-with-timeout 0')).toBe('RESERVED 1 1\n0');
+      expect(await w.cmd('release 1 0 0')).toBe('RELEASED');
+    }
+    expect(await w.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT');
+  });
+
   it('a rate of 100/s never lets more than 100 reserves into any second, with 10 workers on two sidecars', async () => {
     const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
     const p = await ctx.dial(A);

@@ -101,7 +101,7 @@ describe('the functions library', () => {
   });
 
   it('refuses a library whose helpers change a module-level local that their begin_<name> does not set', () => {
-    const forgot = luaCopy('includes/jobs.lua', (t) => t.replace('  touched, touched_tube, net_ready, freed = {}, {}, {}, {}\n', '  touched_tube, net_ready, freed = {}, {}, {}\n'));
+    const forgot = luaCopy('includes/jobs.lua', (t) => t.replace('  touched, touched_tube, net_ready, freed = {}, {}, {}, nil\n', '  touched_tube, net_ready, freed = {}, {}, nil\n'));
     expect(() => buildLibrary({ dir: forgot })).toThrow(/includes\/jobs\.lua: the module-level local 'touched' .* begin_jobs\(\) does not set it/);
     const kept = luaCopy('jobs/batch.lua', (t) => t.replace(/^local put_here$/m, 'local put_here = {}').replace('  put_here = {}\n', ''));
     expect(() => buildLibrary({ dir: kept })).toThrow(/jobs\/batch\.lua: the module-level local 'put_here' is changed within calls, and begin_batch\(\) does not set it/);
