@@ -10,7 +10,10 @@ import { clock, intendedAt, sentAt, writeJobId, type Ledger } from './ledger.js'
 import { Reply, ReplyParser, type ReplyHandler } from './replies.js';
 import { Histogram } from './stats.js';
 
-export interface ProducerSpec { port: number; /** unique across the run: it is written into each body */ index: number; pri: number; /** stop after this many puts */ limit: number; /** `use` it (else default) */ tube?: string }
+export interface ProducerSpec {
+  port: number; /** unique across the run: it is written into each body */ index: number; pri: number; /** stop after this many puts */ limit: number;
+  /** `use` it (else default) */ tube?: string; /** put-with a key of its own for every job, instead of put */ keyed?: boolean;
+}
 export interface ConsumerSpec { port: number; /** reserve-with-timeout 0 and stop at the first TIMED_OUT, else block in reserve */ untilEmpty: boolean; /** watch it alone (else default) */ tube?: string }
 
 export interface PhaseOptions {
@@ -204,16 +207,23 @@ abstract class Client implements ReplyHandler {
   }
 }
 
+/** A keyed put's key: the producer's index and the put's sequence, base 36, always this long. */
+const KEY_LENGTH = 12;
+const keyOf = (index: number, seq: number) => `${index.toString(36).padStart(4, '0')}${seq.toString(36).padStart(KEY_LENGTH - 4, '0')}`;
+
 class Producer extends Client {
   private readonly template: Buffer;
   private readonly idAt: number;
+  /** Where a keyed put's key goes in the template; -1: plain puts. */
+  private readonly keyAt: number;
   private seq = 0;
   private replies = 0;
 
   constructor(phase: Phase, private readonly spec: ProducerSpec, private readonly depth: number) {
     super(phase, spec.port, depth, spec.tube ? [`use ${spec.tube}\r\n`] : []);
     const { payload } = phase.opts;
-    const header = Buffer.from(`put ${spec.pri} 0 ${TTR} ${payload}\r\n`);
+    const header = Buffer.from(spec.keyed ? `put-with ${'0'.repeat(KEY_LENGTH)} 0 delete ${spec.pri} 0 ${TTR} ${payload}\r\n` : `put ${spec.pri} 0 ${TTR} ${payload}\r\n`);
+    this.keyAt = spec.keyed ? 'put-with '.length : -1;
     this.template = Buffer.alloc(header.length + payload + 2, 'x');
     header.copy(this.template);
     CRLF.copy(this.template, this.template.length - 2);
@@ -240,6 +250,7 @@ class Producer extends Client {
     if (this.outstanding >= this.depth) return this.phase.error('open loop: too many puts unanswered, one skipped');
     const command = Buffer.allocUnsafe(this.template.length);
     this.template.copy(command);
+    if (this.keyAt >= 0) command.write(keyOf(this.spec.index, this.seq), this.keyAt, 'latin1');
     writeJobId(command, this.idAt, this.spec.index, this.seq++, intended, now);
     this.phase.putsSent++;
     this.send(command);

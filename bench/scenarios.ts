@@ -40,6 +40,8 @@ export interface Scenario extends TargetOptions {
   rate?: number;
   /** pipelined: commands in flight per connection instead of --depth. */
   depth?: number;
+  /** Producers put-with a key of their own for every job (the dedup check, the key kept with the job). */
+  keyed?: boolean;
   /** Dashboards (event streams of /api/events) open on the first sidecar during the load (with `dashboard`). */
   dashboards?: number;
   /** Left out of the measured window at the start of the load, instead of a tenth of --duration (at most 1 s); at most half the duration. */
@@ -69,6 +71,8 @@ export const SCENARIOS: Scenario[] = [
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
   { name: 'mixed-http', workload: 'mixed', persistence: 'everysec', pipelined: false, dashboard: true, targets: ['redstalk'], what: 'mixed, the sidecar with --http --dashboard (its metrics counted per command) and no dashboard open' },
   { name: 'mixed-dashboards', workload: 'mixed', persistence: 'everysec', pipelined: false, dashboard: true, dashboards: 20, baseline: 'mixed-http', targets: ['redstalk'], what: 'mixed-http with 20 dashboards open (each an event stream of /api/events), compared with mixed-http' },
+  { name: 'put-keyed', workload: 'put', persistence: 'everysec', pipelined: false, keyed: true, baseline: 'put', targets: ['redstalk'], what: 'put, every job a put-with with a key of its own, compared with put' },
+  { name: 'mixed-keyed', workload: 'mixed', persistence: 'everysec', pipelined: false, keyed: true, baseline: 'mixed', targets: ['redstalk'], what: 'mixed, every job a put-with with a key of its own (kept until the dedup window after its delete), compared with mixed' },
   { name: 'mixed-2-sidecars', workload: 'mixed', persistence: 'everysec', pipelined: false, sidecars: 2, baseline: 'mixed', what: 'mixed, clients split across two sidecars on one Redis (beanstalkd: one server), compared with mixed' },
   { name: 'put-min-replicas', workload: 'put', persistence: 'everysec', pipelined: false, replica: true, baseline: 'put', what: 'put, with a local replica and --min-replicas 1 (a WAIT per batch), compared with put' },
   { name: 'mixed-min-replicas', workload: 'mixed', persistence: 'everysec', pipelined: false, replica: true, baseline: 'mixed', what: 'mixed, with a local replica and --min-replicas 1, compared with mixed' },
@@ -138,8 +142,8 @@ class Clients {
   /** The k-th producer (consumer) of a phase: clients 2t and 2t+1 share a tube, on two ports when there are two. */
   private tube(k: number): string | undefined { return this.tubes.length ? this.tubes[Math.floor(k / 2) % this.tubes.length] : undefined; }
 
-  producers(n: number, pri: number, limit: number): ProducerSpec[] {
-    return Array.from({ length: n }, (_, k) => ({ port: this.port(), index: this.nextIndex++, pri, limit, tube: this.tube(k) }));
+  producers(n: number, pri: number, limit: number, keyed = false): ProducerSpec[] {
+    return Array.from({ length: n }, (_, k) => ({ port: this.port(), index: this.nextIndex++, pri, limit, tube: this.tube(k), keyed }));
   }
 
   consumers(n: number, untilEmpty: boolean): ConsumerSpec[] {
@@ -214,9 +218,9 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
   const producers = scenario.producers ?? (scenario.clientsEach ? s.clients : Math.floor(s.clients / 2));
   const consumers = scenario.consumers ?? (scenario.clientsEach ? s.clients : s.clients - producers);
   const plan = {
-    put: () => ({ producers: clients.producers(s.clients, PRI, Infinity), consumers: [] }),
+    put: () => ({ producers: clients.producers(s.clients, PRI, Infinity, scenario.keyed), consumers: [] }),
     drain: () => ({ producers: [], consumers: clients.consumers(s.clients, true) }),
-    mixed: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
+    mixed: () => ({ producers: clients.producers(producers, PRI, Infinity, scenario.keyed), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
     rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: scenario.rate ?? s.rate }),
   }[scenario.workload]();
   const dashboards = scenario.dashboards && server.http?.[0] ? openDashboards(server.http[0], scenario.dashboards) : null;
