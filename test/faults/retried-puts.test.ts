@@ -14,7 +14,7 @@
 //   npx vitest run test/faults/retried-puts.test.ts            (CI size)
 //   FAULTS_FULL=1 npx vitest run test/faults/retried-puts.test.ts
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { connect, type Client } from '../../clients/node/src/index.js';
+import { ConnectionError, InternalError, connect, type Client } from '../../clients/node/src/index.js';
 import { startRedis, type TestRedis } from '../helpers/redis.js';
 import { startRedstalk, uniquePrefix, type TestSidecar } from '../helpers/redstalk.js';
 import { FULL } from './load.js';
@@ -58,15 +58,17 @@ afterAll(async () => {
 interface Tally {
   /** Puts answered (INSERTED, or DUPLICATE for a retried put-with): marker -> id. */
   acked: Map<string, number>;
-  /** Puts whose reply was lost and that were sent again (plain producers: by the drill; keyed: counted by the client's DUPLICATE). */
+  /** Plain puts whose reply was lost and that were sent again (keyed ones the client sends again itself). */
   resent: number;
+  /** Puts answered INTERNAL_ERROR (Redis cut off: nothing stored, the reply says so), sent again. */
+  refused: number;
   /** put-with answered DUPLICATE: the lost attempt had stored the job. */
   duplicateReplies: number;
   /** Puts given up (the client's retries ran out). */
   givenUp: number;
 }
 
-const tally = (): Tally => ({ acked: new Map(), resent: 0, duplicateReplies: 0, givenUp: 0 });
+const tally = (): Tally => ({ acked: new Map(), resent: 0, refused: 0, duplicateReplies: 0, givenUp: 0 });
 
 async function producerClient(): Promise<Client> {
   for (;;) {
@@ -85,14 +87,22 @@ async function keyedProducer(p: number, until: number, t: Tally): Promise<void> 
   let c = await producerClient();
   for (let seq = 0; Date.now() < until; seq++) {
     const marker = `keyed|${p}|${seq}`;
-    try {
-      const r = await c.putWith(marker, { key: `k-${p}-${seq}`, ttr: 120 });
-      t.acked.set(marker, r.id);
-      if (r.duplicate) t.duplicateReplies++;
-    } catch {
-      t.givenUp++;
-      c.close();
-      c = await producerClient();
+    for (;;) {
+      try {
+        const r = await c.putWith(marker, { key: `k-${p}-${seq}`, ttr: 120 });
+        t.acked.set(marker, r.id);
+        if (r.duplicate) t.duplicateReplies++;
+        break;
+      } catch (err) {
+        if (!(err instanceof InternalError)) {
+          t.givenUp++;
+          c.close();
+          c = await producerClient();
+          break;
+        }
+        t.refused++; // nothing stored: the same put again, after a moment
+        await sleep(10);
+      }
     }
   }
   c.close();
@@ -107,7 +117,13 @@ async function plainProducer(p: number, until: number, t: Tally): Promise<void> 
       try {
         t.acked.set(marker, await c.put(marker, { ttr: 120 }));
         break;
-      } catch {
+      } catch (err) {
+        if (err instanceof InternalError) {
+          t.refused++; // nothing stored: the same put again, after a moment
+          await sleep(10);
+          continue;
+        }
+        if (!(err instanceof ConnectionError)) throw err;
         t.resent++;
         c.close();
         c = await producerClient();
@@ -183,9 +199,10 @@ it(`keyed puts through cut links: every job exactly once; plain puts show duplic
     '',
     `put-with drill: ${RUN_MS / 1000} s, ${PRODUCERS} keyed + ${PRODUCERS} plain producers through a cut link, ${WORKERS} workers on another sidecar;`,
     `  cuts: ${cuts.clientCuts} of the producers' link, ${cuts.redisCuts} of the sidecar's Redis link (each after ${MUTE_MS} ms of muted replies)`,
-    `  keyed: acked ${k.acked}, delivered ${k.delivered}, lost ${k.lost}, duplicated ${k.duplicated}; DUPLICATE replies to resent puts ${keyed.duplicateReplies}, given up ${keyed.givenUp}`,
+    `  keyed: acked ${k.acked}, delivered ${k.delivered}, lost ${k.lost}, duplicated ${k.duplicated}; DUPLICATE replies to resent puts ${keyed.duplicateReplies}, `
+      + `INTERNAL_ERROR (sent again) ${keyed.refused}, given up ${keyed.givenUp}`,
     `  plain: acked ${p.acked}, delivered ${p.delivered}, lost ${p.lost}, duplicated ${p.duplicated}; puts sent again after a lost reply ${plain.resent}`
-      + ` (${p.duplicated} had been stored: doubled; ${plain.resent - p.duplicated} had not: lost, had they not been sent again)`,
+      + ` (${p.duplicated} had been stored: doubled; ${plain.resent - p.duplicated} had not: lost, had they not been sent again); INTERNAL_ERROR (sent again) ${plain.refused}`,
   ].join('\n'));
   expect(k.lostList).toEqual([]);
   expect(k.duplicated).toBe(0);

@@ -1,9 +1,14 @@
 // put-with (protocol extension): a client key that makes a put safe to
 // retry (DUPLICATE <id> of the job put with it), and jobs that expire when
 // no reserve took them in time. Against a real Redis, on one sidecar and two.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sidecarsPerTest } from '../helpers/fixtures.js';
-import type { TestSidecar } from '../helpers/redstalk.js';
+import { startRedis } from '../helpers/redis.js';
+import { startRedstalk, type TestSidecar } from '../helpers/redstalk.js';
+import { onCluster } from '../helpers/topology.js';
 import { yamlMap, type Wire } from '../helpers/wire.js';
 
 const ctx = sidecarsPerTest();
@@ -136,12 +141,41 @@ describe('put-with expiry', () => {
   it('is done by whatever sidecar is alive: the one that took the put may be gone', async () => {
     const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
     const a = await dial(A);
+    const t0 = Date.now();
     expect(await a.cmd('put-with gone 1 delete 0 0 60 1\r\na')).toBe('INSERTED 1');
     a.socket.destroy();
     await A.stop();
     const b = await dial(B);
     await within(3000, async () => (await b.cmd('peek 1')) === 'NOT_FOUND');
+    // B holds no timer for it: its promotion timer learns the soonest expiry from the store.
+    expect(Date.now() - t0 - 1000).toBeLessThan(1000);
     expect(yamlMap(await b.cmd('stats-tube default'))['jobs-expired']).toBe('1');
+  });
+});
+
+describe('across a Redis restart', () => {
+  it.skipIf(onCluster)('keeps keys, expiries and tube settings: they live in Redis with the jobs', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'redstalk-put-with-'));
+    let redis = await startRedis({ dir, appendonly: true });
+    const { port } = redis;
+    const sidecar = await startRedstalk({ redisUrl: redis.url });
+    try {
+      const a = await ctx.dial(sidecar);
+      expect(await a.cmd('put-with kept 0 delete 0 0 60 1\r\na')).toBe('INSERTED 1');
+      expect(await a.cmd('put-with soon 2 delete 0 0 60 1\r\nb')).toBe('INSERTED 2');
+      expect(await a.cmd('tube-set default max-reserved 1')).toBe('OK');
+      await redis.stop({ keepDir: true });
+      redis = await startRedis({ dir, appendonly: true, port });
+      await within(10_000, async () => (await a.cmd('stats-job 1')).startsWith('OK'));
+      expect(await a.cmd('put-with kept 0 delete 0 0 60 1\r\na')).toBe('DUPLICATE 1');
+      expect(yamlMap(await a.cmd('stats-tube default'))['max-reserved']).toBe('1');
+      expect(await a.cmd('reserve-with-timeout 0')).toBe('RESERVED 1 1\na');
+      expect(await a.cmd('reserve-with-timeout 0')).toBe('TIMED_OUT'); // job 2 waits for the slot
+      await within(5000, async () => (await a.cmd('peek 2')) === 'NOT_FOUND'); // and expires
+    } finally {
+      await sidecar.stop();
+      await redis.stop();
+    }
   });
 });
 
