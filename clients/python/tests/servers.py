@@ -219,3 +219,12 @@ class Sidecar:
 def sidecar(*args: str) -> Sidecar:
     """A started sidecar on a fresh prefix of the shared redis-server."""
     return Sidecar(args=args).ready()
+
+
+def wait_until(probe, timeout: float = 15.0) -> None:
+    """Polls probe() every 50 ms until it is true; fails after `timeout` seconds."""
+    until = time.monotonic() + timeout
+    while not probe():
+        if time.monotonic() > until:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.05)

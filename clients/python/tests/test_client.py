@@ -26,7 +26,7 @@ from redstalk import (
     UnknownCommand,
 )
 
-from .servers import RedisServer, Sidecar
+from .servers import RedisServer, Sidecar, wait_until
 
 BINARY = b"\0bin\r\n\0\xff\xfe\x80\r\n"
 server: Sidecar
@@ -37,13 +37,6 @@ def setUpModule() -> None:
     server = Sidecar().ready()
     unittest.addModuleCleanup(server.stop)
 
-
-def wait_until(probe, timeout: float = 10.0) -> None:
-    until = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > until:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
 
 
 class TubeTest(unittest.TestCase):

@@ -5,7 +5,6 @@ against a live redstalk."""
 from __future__ import annotations
 
 import re
-import time
 import unittest
 
 from redstalk import (
@@ -21,7 +20,7 @@ from redstalk import (
 )
 
 from .fakes import CLOSE, HOST, SILENT, DroppingProxy, FakeServer
-from .servers import Sidecar
+from .servers import Sidecar, wait_until
 
 NO_WAIT = RetryPolicy(backoff=0)
 KEYED_PUT = b"put-with order-17 0 delete 1024 0 60 4\r\nbody\r\n"
@@ -198,13 +197,6 @@ def setUpModule() -> None:
     server = Sidecar().ready()
     unittest.addModuleCleanup(server.stop)
 
-
-def wait_until(probe, timeout: float = 10.0) -> None:
-    until = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > until:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
 
 
 class LiveTest(unittest.TestCase):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from redstalk import Job, Worker
 
-from .servers import HOST, Process, Sidecar
+from .servers import HOST, Process, Sidecar, wait_until
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "worker.py"
 server: Sidecar
@@ -26,13 +26,6 @@ def setUpModule() -> None:
     server = Sidecar().ready()
     unittest.addModuleCleanup(server.stop)
 
-
-def wait_until(probe, timeout: float = 15.0) -> None:
-    until = time.monotonic() + timeout
-    while not probe():
-        if time.monotonic() > until:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.05)
 
 
 class WorkerTest(unittest.TestCase):
