@@ -15,23 +15,20 @@ local function unique_keys()
   return K_UNIQUE, K_UNIQUE_GONE
 end
 
--- The id of the job put into tube `name` with `key`, or nil: none, or its window has run out.
-local function key_owner(name, key)
+-- Claims `key` of tube `name` for job `id` (a new key: one HSETNX). Returns
+-- nil when claimed, else the id of the job that holds it (it exists, or its
+-- window runs).
+local function claim_key(name, key, id)
   local field = name .. ' ' .. key
   local K_UNIQUE, K_UNIQUE_GONE = unique_keys()
-  local id = redis.call('HGET', K_UNIQUE, field)
-  if not id then return nil end
+  if redis.call('HSETNX', K_UNIQUE, field, id) == 1 then return nil end
   local gone = redis.call('ZSCORE', K_UNIQUE_GONE, field)
-  if gone and tonumber(gone) <= now_ms() then -- not swept yet
-    redis.call('HDEL', K_UNIQUE, field)
+  if gone and tonumber(gone) <= now_ms() then -- its window ran out, not swept yet
+    redis.call('HSET', K_UNIQUE, field, id)
     redis.call('ZREM', K_UNIQUE_GONE, field)
     return nil
   end
-  return id
-end
-
-local function remember_key(name, key, id)
-  redis.call('HSET', (unique_keys()), name .. ' ' .. key, id)
+  return redis.call('HGET', K_UNIQUE, field)
 end
 
 -- The job of this key was deleted: the key is forgotten after the tube's dedup window.

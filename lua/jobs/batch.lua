@@ -110,15 +110,22 @@ end
 local put_here
 
 -- put-with's fields: a key ('-': none), expiry s (0: never) and what it does (bury 1).
+-- A put-with of a key the tube holds stores nothing: {id of its job} (DUPLICATE).
 local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
   local T = Ts[ti]
   T.num = T.num or ensure_tube(T)
   local id = next_id()
-  local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
-  if key and key ~= '-' then
-    j[F_KEY] = key
-    remember_key(T.name, key, id)
+  local keyed = key and key ~= '-'
+  if keyed then
+    local first = claim_key(T.name, key, id)
+    if first then
+      last_seq = last_seq - 1 -- the id goes back: nothing took one since
+      redis.call('HINCRBY', T.meta, 'duplicate-puts', 1)
+      return { first }
+    end
   end
+  local j = { pri, delay, ttr, READY, created, 0, '', T.num, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  if keyed then j[F_KEY] = key end
   if expire and expire > 0 then
     j[F_EXPIRES], j[F_EXPIRY_BURY] = now + expire * 1000, bury
     redis.call('ZADD', expiring_key(), j[F_EXPIRES], member(id) .. T.name)
@@ -128,20 +135,6 @@ local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
   put_here[id] = true
   inserted[ti] = inserted[ti] + 1
   return id
-end
-
--- A put-with of a key the tube knows stores nothing: {id of its job} (DUPLICATE).
-local function put_with(ti, pri, delay, run, ttr, key, expire, bury, body)
-  if key ~= '-' then
-    local T = Ts[ti]
-    local first = key_owner(T.name, key)
-    if first then
-      T.num = T.num or ensure_tube(T)
-      redis.call('HINCRBY', T.meta, 'duplicate-puts', 1)
-      return { first }
-    end
-  end
-  return put(ti, pri, delay, run, ttr, body, key, expire, bury)
 end
 
 local function delete(owner, id, ti)
@@ -514,8 +507,8 @@ while a <= #ARGV do
   elseif op == 'p' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 6])
   elseif op == 'q' then
-    r = put_with(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]),
-      ARGV[a + 6], tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]), ARGV[a + 9])
+    r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]),
+      ARGV[a + 9], ARGV[a + 6], tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]))
   elseif op == 'i' then
     r = next_id()
   elseif op == 'd' then

@@ -108,17 +108,19 @@ function completion<R>(reply: (s: Session, op: JobOp<Session, R>, result: R) => 
 const expectedCrlf = completion<string>(() => REPLY.EXPECTED_CRLF);
 const refusedDraining = completion<string>(() => REPLY.DRAINING);
 
-const inserted = completion<string>((s, op, id) => {
+/** INSERTED, the promotion timer woken for the job's delay. */
+function insertedReply(s: Session, op: JobOp<Session, unknown>, id: string): Buffer {
   if (op.delay > 0) s.dueIn(op.delay * 1000 - delayRun(op));
   return line(`INSERTED ${id}`);
-});
+}
+
+const inserted = completion<string>(insertedReply);
 
 const stored = completion<Stored>((s, op, { id, duplicate }) => {
   if (duplicate) return line(`DUPLICATE ${id}`);
-  // The promotion timer wakes for the job's delay and its expiry.
-  if (op.delay > 0) s.dueIn(op.delay * 1000 - delayRun(op));
+  // The promotion timer wakes for the job's expiry too.
   if (op.expire > 0) s.dueIn(op.expire * 1000);
-  return line(`INSERTED ${id}`);
+  return insertedReply(s, op, id);
 });
 
 const deleted = completion<boolean>((s, op, ok) => {
