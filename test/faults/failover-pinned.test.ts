@@ -67,9 +67,19 @@ async function replicated(sidecarArgs: string[], cuttable = false) {
   return { sidecar, primary, link, switchover, oldPrimaryConverted, promoted };
 }
 
-const put = async (port: number, body: string): Promise<string> => {
-  const w = await Wire.connect(port);
-  try { return await w.cmd(`put 0 0 60 ${body.length}\r\n${body}`, 5000); } catch (e) { return `(${String(e).slice(0, 60)})`; } finally { w.close(); }
+/** One command on a connection of its own; '' when it fails (a sidecar waiting for its store closes busy connections). */
+const once = async (port: number, command: string): Promise<string> => {
+  const w = await Wire.connect(port).catch(() => null);
+  if (!w) return '';
+  try { return await w.cmd(command, 5000); } catch { return ''; } finally { w.close(); }
+};
+
+const put = async (port: number, body: string): Promise<string> => once(port, `put 0 0 60 ${body.length}\r\n${body}`);
+
+/** The job's state by stats-job, '' while no reply says. */
+const jobState = async (port: number, id: number): Promise<string> => {
+  const reply = await once(port, `stats-job ${id}`);
+  return reply.startsWith('OK') ? yamlMap(reply).state! : '';
 };
 
 it('after a switchover, a connection closed on the demoted primary has its reservation handed back on the new one (not after the TTR)', async () => {
@@ -81,14 +91,8 @@ it('after a switchover, a connection closed on the demoted primary has its reser
   await switchover();
   x.close(); // the sidecar still talks to the old primary: the hand-back runs there (no WAIT), and is lost at its conversion
   await oldPrimaryConverted();
-  const y = await Wire.connect(sidecar.port);
-  cleanup.push(() => y.close());
   let state = '';
-  await until('stats-job 1 answered', async () => {
-    const reply = await y.cmd('stats-job 1', 5000).catch(() => '');
-    if (reply.startsWith('OK')) state = yamlMap(reply).state!;
-    return state !== '';
-  }, 30_000, 200);
+  await until('stats-job 1 answered', async () => (state = await jobState(sidecar.port, 1)) !== '', 30_000, 200);
   // The TTR is 120 s: reserved here means it goes back only then.
   expect(state).toBe('ready');
 }, 120_000);
@@ -104,12 +108,10 @@ it('without --min-replicas, a put acknowledged after a switchover is not lost wh
     await new Promise((r) => setTimeout(r, 200));
   }
   await oldPrimaryConverted();
-  const w = await Wire.connect(sidecar.port);
-  cleanup.push(() => w.close());
   const gone: string[] = [];
   for (const id of acked) {
     let reply = '';
-    await until(`peek ${id}`, async () => { reply = await w.cmd(`peek ${id}`, 5000).catch(() => ''); return reply !== ''; }, 30_000, 200);
+    await until(`peek ${id}`, async () => (reply = await once(sidecar.port, `peek ${id}`)) !== '', 30_000, 200);
     if (reply === 'NOT_FOUND') gone.push(id);
   }
   expect({ acked, gone }).toEqual({ acked, gone: [] });
@@ -126,14 +128,8 @@ it('with --min-replicas 1, a reservation handed back on a primary that dies befo
   await new Promise((r) => setTimeout(r, 500));
   await primary.kill9();
   await promoted();
-  const y = await Wire.connect(sidecar.port);
-  cleanup.push(() => y.close());
   // The TTR is 120 s: still reserved 10 s after the promotion means it goes back only then.
   let state = '';
-  await until('job 1 ready', async () => {
-    const reply = await y.cmd('stats-job 1', 5000).catch(() => '');
-    if (reply.startsWith('OK')) state = yamlMap(reply).state!;
-    return state === 'ready';
-  }, 10_000, 200).catch(() => {});
+  await until('job 1 ready', async () => (state = await jobState(sidecar.port, 1)) === 'ready', 10_000, 200).catch(() => {});
   expect(state).toBe('ready');
 }, 120_000);
