@@ -17,6 +17,7 @@ import { RedisJobStore } from '../src/store/redis/job-store.js';
 import { bindScripts } from '../src/store/redis/functions.js';
 import { luaDir } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
+import { applyInCalls } from './fcall.js';
 
 const { values } = parseArgs({
   options: {
@@ -49,13 +50,6 @@ type LayoutName = keyof typeof LAYOUTS;
 const ignore = () => {};
 const owner = 'bench:1';
 
-async function fcallUs(): Promise<number> {
-  const text = await redis.info('commandstats');
-  let us = 0;
-  for (const m of text.matchAll(/^cmdstat_fcall(?:_ro)?:calls=\d+,usec=(\d+)/gm)) us += Number(m[1]);
-  return us;
-}
-
 async function usedMemory(): Promise<number> {
   return Number(/^used_memory:(\d+)/m.exec(await redis.info('memory'))![1]);
 }
@@ -68,14 +62,8 @@ async function lifeOfJobs(layout: LayoutName, size: number, round: number): Prom
   await store.heartbeat('bench', 600_000, []); // raises the record format: bodies may go apart
   const body = Buffer.alloc(size, 'x');
   const steps = async (make: (i: number) => AnyJobOp, count = jobs): Promise<{ us: number; results: unknown[] }> => {
-    const before = await fcallUs();
-    const results: unknown[] = [];
-    for (let i = 0; i < count; i += batch) {
-      const ops: AnyJobOp[] = [];
-      for (let k = i; k < Math.min(count, i + batch); k++) ops.push(make(k));
-      results.push(...(await store.apply(ops)));
-    }
-    return { us: ((await fcallUs()) - before) / jobs, results };
+    const { us, results } = await applyInCalls(redis, store, count, batch, make);
+    return { us: us / jobs, results };
   };
   const memBefore = await usedMemory();
   const put = await steps(() => jobOps.put(null, ignore, 'default', 1024, 0, 60, body));

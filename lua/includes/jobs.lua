@@ -118,11 +118,13 @@ local RECORD_FORMAT = 2
 
 -- Job records go through a cache of the records this script has read or
 -- written: jobs_meta[id] = metadata (false: no such job), jobs_body[id] =
--- body (of a body kept apart: once read or put). Writes stay in it and go out
+-- body (of a body kept apart: once read or put), jobs_inline[id] = the record
+-- read and where its body starts (cut out when asked: a delete never is).
+-- Writes stay in it and go out
 -- with write_back(), one HSET and one HDEL for all: a job put and reserved, or
 -- reserved and deleted, in one batch is written once or never. Every read of
 -- K_JOBS goes through load_job (or prefetch_jobs), so the cache is never stale.
-local jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored
+local jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored, jobs_inline, jobs_inline_at
 local jobs_to_write, jobs_to_delete, bodies_to_delete
 -- Whether this call may keep large bodies apart (nil: not looked up yet).
 local bodies_apart
@@ -150,7 +152,7 @@ local function load_job(id)
       local next_at
       next_at, j = cmsgpack.unpack_one(raw)
       for f = COUNTERS_FROM, FIELDS do j[f] = j[f] or 0 end
-      if j[F_APART] == 0 then jobs_body[id] = next_at < 0 and '' or string.sub(raw, next_at + 1) end
+      if j[F_APART] == 0 then jobs_inline[id], jobs_inline_at[id] = raw, next_at end
     end
     jobs_meta[id] = j
   end
@@ -161,7 +163,13 @@ end
 local function job_body(id)
   local body = jobs_body[id]
   if body == nil then
-    body = redis.call('HGET', K_BODIES, id) or ''
+    local raw = jobs_inline[id]
+    if raw then
+      local at = jobs_inline_at[id]
+      body = at < 0 and '' or string.sub(raw, at + 1)
+    else
+      body = redis.call('HGET', K_BODIES, id) or ''
+    end
     jobs_body[id] = body
   end
   return body
@@ -262,7 +270,7 @@ local function write_jobs()
           bytes = bytes + #jobs_body[id]
         end
       else
-        rec = encode_job(j, jobs_body[id])
+        rec = encode_job(j, job_body(id))
       end
       args[#args + 1], args[#args + 2] = id, rec
       bytes = bytes + #rec
@@ -283,7 +291,8 @@ end
 local function prefetch_bodies(ids)
   local want = {}
   for _, id in ipairs(ids) do
-    if load_job(id) and jobs_body[id] == nil then want[#want + 1] = id end
+    local j = load_job(id)
+    if j and j[F_APART] == 1 and jobs_body[id] == nil then want[#want + 1] = id end
   end
   for from = 1, #want, 500 do
     local upto = math.min(from + 499, #want)
@@ -684,7 +693,7 @@ local function begin_jobs()
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
   TAG = string.sub(K_JOBS, 1, -6)
   K_EXPIRING = nil
-  jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored = {}, {}, {}, {}, {}
+  jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored, jobs_inline, jobs_inline_at = {}, {}, {}, {}, {}, {}, {}
   jobs_to_write, jobs_to_delete, bodies_to_delete, bodies_apart = {}, {}, {}, nil
   moved_ready, moved_urgent, moved_buried = 0, 0, 0
   touched, touched_tube, net_ready, freed = {}, {}, {}, nil

@@ -417,15 +417,19 @@ end
 -- a sidecar lets the next reserve over drained tubes wait without a look,
 -- until a wake-up comes (src/server/waiters.ts). Only the call's last
 -- reserve tells (two ZCARDs a tube): a light load sends one reserve a call,
--- and under load the next look rides in a call anyway.
+-- and under load the next look rides in a call anyway. `owner` may be a list:
+-- the k-th job goes to its k-th owner (lone reserves served together, below).
 local function reserve(owner, n, tubes, watched, tell)
   tidy(tubes, watched)
   local look = watched and with_ready_jobs(watched) or tubes
   if n < 0 then return candidates(look, -n) or wake_after(tubes, look, watched) end
   local taken = {}
-  while #taken < 5 * n do
-    local got = take_ready(look, n - #taken / 5)
+  local short = false -- one tube gave fewer than asked: it has no more
+  while #taken < 5 * n and not short do
+    local want = n - #taken / 5
+    local got = take_ready(look, want)
     if #got == 0 then break end
+    short = #look == 1 and #got < 2 * want
     if #got > 2 then
       local ids = {}
       for k = 2, #got, 2 do ids[#ids + 1] = member_id(got[k]) end
@@ -437,10 +441,10 @@ local function reserve(owner, n, tubes, watched, tell)
       local j = load_job(id)
       if j then -- else a stale member of a job that is gone: look again
         local waited = waited_ms(j, now)
-        enter_reserved(T, id, j, now, owner)
+        local t = #taken
+        enter_reserved(T, id, j, now, type(owner) == 'table' and owner[t / 5 + 1] or owner)
         take_slot(T, id, j, now)
         save_job(id, j)
-        local t = #taken
         taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4], taken[t + 5] = id, j[F_TTR], job_body(id), T.name, waited
       end
     end
@@ -450,6 +454,79 @@ local function reserve(owner, n, tubes, watched, tell)
     return taken
   end
   return wake_after(tubes, look, watched)
+end
+
+-- Lone reserves: reserves of one job from one tube ('v' owner 1 1 t), one per
+-- connection, as busy consumers send them. Those of a tube wait (its tidy done
+-- in place) and are served together: one ZPOPMIN and one HMGET for all, the
+-- jobs handed out in op order, as one reserve of n takes them. They are
+-- served at the last of them, or before an op that could tell the difference
+-- (settle_lone), so every op sees what it would have seen in order: the ops
+-- let past them are those that cannot touch a ready job of their tube. A tube
+-- with a limit serves each at once (its slots count every op).
+-- lone[t] = { last = ARGV index of its last lone reserve, count, waiting = { {owner, at, a}, ... } }
+-- last_reserve: the ARGV index of the call's last reserve of any kind;
+-- lone_waiting: how many wait.
+local lone, last_reserve, lone_waiting
+
+local function is_lone(a)
+  return ARGV[a] == 'v' and ARGV[a + 2] == '1' and ARGV[a + 3] == '1'
+end
+
+-- Serves tube t's waiting lone reserves, putting each result in results[at].
+local function serve_lone(t, results)
+  local w = lone[t].waiting
+  if #w == 0 then return end
+  lone[t].waiting, lone_waiting = {}, lone_waiting - #w
+  local owners = {}
+  for i, x in ipairs(w) do owners[i] = x.owner end
+  local tubes = { Ts[tonumber(t)] }
+  local taken = reserve(owners, #owners, tubes, nil, w[#w].a == last_reserve)
+  local got, wake = 0, nil
+  if type(taken) == 'number' then wake = taken else got = (#taken - 1) / 5 end
+  for i, x in ipairs(w) do
+    if i <= got then
+      local b = 5 * (i - 1)
+      results[x.at] = { taken[b + 1], taken[b + 2], taken[b + 3], taken[b + 4], taken[b + 5], i == #w and taken[#taken] or 0 }
+    else
+      wake = wake or wake_after(tubes, tubes, nil)
+      results[x.at] = wake
+    end
+  end
+end
+
+local function serve_all_lone(results)
+  for t in pairs(lone) do serve_lone(t, results) end
+end
+
+-- Before op ARGV[a] runs: serves the waiting lone reserves it could tell
+-- from served ones (a put or release into their tube, a delete, bury or
+-- touch of a ready job, another kind of reserve).
+local function settle_lone(a, results)
+  local op = ARGV[a]
+  if op == 'p' or op == 'q' then
+    if lone[ARGV[a + 1]] then serve_lone(ARGV[a + 1], results) end
+  elseif op == 'd' or op == 'b' or op == 't' then
+    local j = load_job(ARGV[a + 2])
+    if j and j[F_STATE] == READY then serve_all_lone(results) end
+  elseif op ~= 'i' and op ~= 'x' then
+    serve_all_lone(results)
+  end
+end
+
+-- The lone reserve at ARGV[a], its result due in results[at]: false while it
+-- waits (filled in when served).
+local function lone_reserve(a, at, results)
+  if not lease_allows(ARGV[a + 1], now) then return -3 end
+  local t = ARGV[a + 4]
+  local g, T = lone[t], Ts[tonumber(t)]
+  tidy({ T })
+  local w = g.waiting
+  w[#w + 1] = { owner = ARGV[a + 1], at = at, a = a }
+  lone_waiting = lone_waiting + 1
+  local s = gate(T).s
+  if a == g.last or s.max > 0 or s.rate > 0 then serve_lone(t, results) end
+  return results[at] or false
 end
 
 -- This call's state (see the top); the entry calls it after begin_jobs.
@@ -463,6 +540,7 @@ local function begin_batch()
   last_seq = 0
   put_here = {}
   expired, promoted_all, promoted, named = false, false, {}, {}
+  lone, last_reserve, lone_waiting = {}, 0, 0
 end
 
 --- @call
@@ -471,7 +549,7 @@ local FIRST_OP = 5 + #Ts
 -- A first look at the ops: how many ids they take (one INCRBY for all), and
 -- the jobs that delete, release, bury and touch name (one HMGET for all).
 -- Also where the last reserve is (the one that says whether it drained its tubes).
-local ids_wanted, ids_named, last_reserve = 0, {}, 0
+local ids_wanted, ids_named = 0, {}
 do
   local a = FIRST_OP
   while a <= #ARGV do
@@ -481,6 +559,10 @@ do
       ids_wanted = ids_wanted + 1
     elseif RESERVES[op] then
       last_reserve = a
+      if is_lone(a) then
+        local g = lone[ARGV[a + 4]]
+        if g then g.last, g.count = a, g.count + 1 else lone[ARGV[a + 4]] = { last = a, count = 1, waiting = {} } end
+      end
     elseif op ~= 'x' then
       ids_named[#ids_named + 1] = ARGV[a + 2]
     end
@@ -494,15 +576,20 @@ if ids_wanted > 0 then
   last_seq = ids_end - ids_wanted
 end
 
-local results = {}
+local results, at = {}, 0
 local a = FIRST_OP
 while a <= #ARGV do
   local op = ARGV[a]
   local r
+  at = at + 1
   -- Queued ZADDs of puts go out before anything reads those zsets: a reserve,
   -- or a delete of a job put here.
   if RESERVES[op] or (op == 'd' and put_here[ARGV[a + 2]]) then write_queued_adds() end
-  if RESERVES[op] and not lease_allows(ARGV[a + 1], now) then
+  local is_lone_reserve = is_lone(a) and lone[ARGV[a + 4]].count > 1
+  if lone_waiting > 0 and not is_lone_reserve then settle_lone(a, results) end
+  if is_lone_reserve then
+    r = lone_reserve(a, at, results)
+  elseif RESERVES[op] and not lease_allows(ARGV[a + 1], now) then
     r = -3
   elseif op == 'p' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 6])
@@ -540,7 +627,7 @@ while a <= #ARGV do
   else
     return redis.error_reply('ERR batch: unknown op ' .. tostring(op))
   end
-  results[#results + 1] = r
+  results[at] = r
   a = a + op_length(a)
 end
 
