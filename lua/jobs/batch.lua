@@ -51,8 +51,10 @@
   INCRBY for all the ids of the call; one HMGET for the jobs that deletes,
   releases, buries and touches name; puts' ZADDs queued until a reserve (or a
   delete of such a job) reads those zsets, then one ZADD per zset; a reserve
-  over one tube pops with ZPOPMIN; job records, reservations and each tube's
-  reserved count written once at the end (includes/jobs.lua write_back).
+  over one tube pops with ZPOPMIN, and the lone reserves of a tube (one job
+  each, one per connection) pop together (lone_reserve); job records,
+  reservations and each tube's reserved count written once at the end
+  (includes/jobs.lua write_back).
   Also registered as batchAllowOom (flags=allow-oom): Redis out of memory
   refuses this script, but the sidecar then sends the ops that do not grow
   memory (all but puts) through that one, so workers can drain a full Redis.
