@@ -189,8 +189,10 @@ export class Client {
   private failure: ConnectionError | null = null;
   private quitting = false;
   private corked = false;
-  /** The session a new connection is given back: the tube of the last `use` written, the last token. */
+  /** The session a new connection is given back: the tube of the last `use` written, the watch list
+   * the `watch` and `ignore` written leave (an ignore of the last tube is refused), the last token. */
   private tube = 'default';
+  private readonly watched = new Set(['default']);
   private token: string | undefined;
 
   private constructor(private readonly settings: Settings, socket: net.Socket) {
@@ -281,10 +283,15 @@ export class Client {
   async touch(id: number): Promise<void> { return this.call('touch', `touch ${whole('id', id)}`); }
 
   /** Adds a tube to the watch list; resolves to how many are watched. */
-  async watch(tube: string): Promise<number> { return this.call('watch', `watch ${name('tube', tube)}`); }
+  async watch(tube: string): Promise<number> {
+    return this.call('watch', `watch ${name('tube', tube)}`, undefined, { onWrite: () => { this.watched.add(tube); } });
+  }
 
   /** Removes a tube from the watch list (NotIgnoredError for the last one). */
-  async ignore(tube: string): Promise<number> { return this.call('ignore', `ignore ${name('tube', tube)}`); }
+  async ignore(tube: string): Promise<number> {
+    const onWrite = () => { if (this.watched.size > 1) this.watched.delete(tube); };
+    return this.call('ignore', `ignore ${name('tube', tube)}`, undefined, { onWrite });
+  }
 
   async peek(id: number): Promise<Job> { return this.call('peek', `peek ${whole('id', id)}`); }
   async peekReady(): Promise<Job> { return this.call('peek-ready', 'peek-ready'); }
@@ -511,9 +518,9 @@ export class Client {
   }
 
   /**
-   * Gives the new connection the session back (the token, and at last the used tube) and
-   * sends the owed puts again, each into its tube: a put is written only once its `use`
-   * has answered, so a `use` that fails (e.g. INTERNAL_ERROR) never sends it elsewhere.
+   * Gives the new connection the session back (the token, and at last the used tube and the
+   * watch list) and sends the owed puts again, each into its tube: a put is written only once
+   * its `use` has answered, so a `use` that fails (e.g. INTERNAL_ERROR) never sends it elsewhere.
    */
   private async restore(): Promise<void> {
     if (this.token !== undefined) await this.session('auth', `auth ${this.token}`);
@@ -525,10 +532,12 @@ export class Client {
       this.send(this.owed.shift()!);
     }
     if (this.tube !== tube) await this.session('use', `use ${this.tube}`);
+    for (const watched of this.watched) if (watched !== 'default') await this.session('watch', `watch ${watched}`);
+    if (!this.watched.has('default')) await this.session('ignore', 'ignore default'); // last: one tube is always watched
   }
 
   /** A command of the reconnect itself, sent on the new connection. */
-  private session(command: 'auth' | 'use', line: string): Promise<unknown> {
+  private session(command: 'auth' | 'use' | 'watch' | 'ignore', line: string): Promise<unknown> {
     return new Promise((resolve, reject) => this.send({ line, decode: DECODERS[command], resolve, reject }));
   }
 

@@ -104,6 +104,27 @@ describe('a put-with with a key whose reply is lost', () => {
     expect(c.inFlight).toBe(0);
   });
 
+  it('gives the new connection the watch list back, after the used tube (an ignore of the last tube changes nothing)', async () => {
+    const { server, c } = await setup((line, socket, connection) => {
+      if (line.startsWith('put-with') && connection === 0) socket.destroy();
+      else if (line.startsWith('put-with')) return 'INSERTED 5\r\n';
+      else if (line.startsWith('watch ')) return 'WATCHING 2\r\n';
+      else if (line === 'ignore emails' && connection === 0) return 'NOT_IGNORED\r\n';
+      else if (line.startsWith('ignore ')) return 'WATCHING 1\r\n';
+      else if (line === 'list-tube-used') return 'USING out\r\n';
+      return using(line);
+    });
+    await c.use('out');
+    await c.watch('emails');
+    await c.watch('sms');
+    await c.ignore('default');
+    await c.ignore('sms');
+    await expect(c.ignore('emails')).rejects.toThrow(); // the last one: refused, still watched
+    expect(await c.putWith('x', { key: 'k' })).toEqual({ id: 5, duplicate: false });
+    expect(await c.listTubeUsed()).toBe('out'); // sent once the session is back
+    expect(server.connections[1]).toEqual(['use out', 'put-with k 0 delete 1024 0 60 1', 'watch emails', 'ignore default', 'list-tube-used']);
+  });
+
   it('is sent again when no reply comes within replyTimeoutMs', async () => {
     const { server, c } = await setup((line, _socket, connection) => (connection === 0 ? undefined : 'INSERTED 3\r\n'),
       { retry: { ...FAST, replyTimeoutMs: 100 } });
