@@ -15,7 +15,8 @@ import { BadFormatError, ConnectionError, DeadlineSoonError, TimedOutError, Unkn
 
 export type Handler = (job: Job) => unknown;
 
-export interface WorkerOptions extends ConnectOptions {
+/** The client's options but those of puts (idempotent, retry): a worker puts nothing. */
+export interface WorkerOptions extends Omit<ConnectOptions, 'idempotent' | 'retry'> {
   /** Tubes to take jobs from (default ['default']). */
   tubes?: string[];
   /** Jobs reserved at once with reserve-many, 1..1000 (default 16). */
