@@ -519,15 +519,18 @@ end
 -- The lone reserve at ARGV[a], its result due in results[at]: false while it
 -- waits (filled in when served).
 local function lone_reserve(a, at, results)
-  if not lease_allows(ARGV[a + 1], now) then return -3 end
   local t = ARGV[a + 4]
   local g, T = lone[t], Ts[tonumber(t)]
-  tidy({ T })
-  local w = g.waiting
-  w[#w + 1] = { owner = ARGV[a + 1], at = at, a = a }
-  lone_waiting = lone_waiting + 1
+  local allowed = lease_allows(ARGV[a + 1], now)
+  if allowed then
+    tidy({ T })
+    local w = g.waiting
+    w[#w + 1] = { owner = ARGV[a + 1], at = at, a = a }
+    lone_waiting = lone_waiting + 1
+  end
   local s = gate(T).s
   if a == g.last or s.max > 0 or s.rate > 0 then serve_lone(t, results) end
+  if not allowed then return -3 end
   return results[at] or false
 end
 

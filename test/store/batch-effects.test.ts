@@ -270,6 +270,22 @@ describe('batch: ops of one call on the same job', () => {
     serial.redis.disconnect();
   });
 
+  it('serves the lone reserves waiting in a call when the last of their tube is of a sidecar without a lease (which takes nothing)', async () => {
+    const { redis, store } = openStore();
+    await store.heartbeat('live', 60_000, []);
+    await store.heartbeat('gone', 0, []); // lapsed
+    await store.apply([1, 2, 3].map(() => jobOps.put(null, none, 't', 10, 0, 60, body())));
+    const results = await store.apply([
+      jobOps.reserve(null, none, 'live:1', ['t'], 1), jobOps.reserve(null, none, 'gone:1', ['t'], 1),
+      jobOps.reserve(null, none, 'live:2', ['t'], 1), jobOps.reserve(null, none, 'gone:2', ['t'], 1),
+    ]);
+    const ids = (r: unknown) => (r as Reservation).jobs.map((j) => j.id);
+    const lapsed = (r: unknown) => (r instanceof Error && /no lease/.test(r.message) ? 'no lease' : r);
+    expect([ids(results[0]), lapsed(results[1]), ids(results[2]), lapsed(results[3])]).toEqual([['1'], 'no lease', ['2'], 'no lease']);
+    expect((await store.jobInfo('3'))!.state).toBe('ready');
+    redis.disconnect();
+  });
+
   it('keeps every counter exact over mixed calls of puts, reserves, releases, buries, touches and deletes (300 random calls)', async () => {
     const { redis, keys, store } = openStore();
     let seed = 7;
