@@ -45,13 +45,13 @@
 -- costs its Lua <-> Redis crossing and, Redis replicating scripts by their
 -- effects, its own AOF/replica entry.
 local K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY, K_BODIES -- this call's (begin_jobs)
-local K_EXPIRING -- this call's, made on first use: expiring_key() (begin_jobs)
 local GLOBALS = 10
 
 local READY, DELAYED, RESERVED, BURIED = 1, 2, 3, 4
 local URGENT = 1023 -- pri < 1024 counts as urgent
 
 --- @include "clock"
+--- @include "tag"
 --- @include "unique"
 
 -- Zset member of a job id: its digit count as one character, then the id.
@@ -79,13 +79,6 @@ end
 -- A tube's keys derived from its name, as src/store/layout.ts builds them
 -- (ShardKeys.tube), for a reserve over more tubes than travel in KEYS. They
 -- share the hash tag of the globals, so they live in the same slot.
-local TAG -- this call's: KEYS[1] is <tag>:jobs (begin_jobs)
-
--- put-with jobs not reserved yet, by expiry: <tag>:expiring.
-local function expiring_key()
-  K_EXPIRING = K_EXPIRING or TAG .. ':expiring'
-  return K_EXPIRING
-end
 local function tube_named(name)
   local base = TAG .. ':tube:' .. name
   return { name = name, meta = base, ready = base .. ':ready', delayed = base .. ':delayed', buried = base .. ':buried', refs = base .. ':refs' }
@@ -241,7 +234,7 @@ end
 local function delete_job(T, id)
   local j = jobs_meta[id]
   if j and j[F_KEY] ~= 0 then forget_key_later(T.name, j[F_KEY]) end
-  if j and j[F_EXPIRES] ~= 0 then redis.call('ZREM', expiring_key(), member(id) .. T.name) end
+  if j and j[F_EXPIRES] ~= 0 then redis.call('ZREM', tag_key('expiring'), member(id) .. T.name) end
   if not jobs_unstored[id] then
     jobs_to_delete[#jobs_to_delete + 1] = id
     if j and j[F_APART] == 1 then bodies_to_delete[#bodies_to_delete + 1] = id end
@@ -305,7 +298,7 @@ end
 -- format; a sidecar of format 1 wrote none): heartbeat.lua records it,
 -- forgetNode.lua removes it.
 local function record_format_of(node)
-  redis.call('HSET', TAG .. ':node-formats', node, RECORD_FORMAT)
+  redis.call('HSET', tag_key('node-formats'), node, RECORD_FORMAT)
 end
 
 -- Raises the data set's record format to this library's once every live
@@ -313,7 +306,7 @@ end
 local function raise_format(now)
   if redis.call('HGET', K_STATS, 'record-format') == tostring(RECORD_FORMAT) then return end
   for _, node in ipairs(redis.call('ZRANGEBYSCORE', K_NODES, '(' .. now, '+inf')) do
-    if tonumber(redis.call('HGET', TAG .. ':node-formats', node) or '1') < RECORD_FORMAT then return end
+    if tonumber(redis.call('HGET', tag_key('node-formats'), node) or '1') < RECORD_FORMAT then return end
   end
   redis.call('HSET', K_STATS, 'record-format', RECORD_FORMAT)
 end
@@ -503,7 +496,7 @@ end
 
 local function enter_reserved(T, id, j, now, owner)
   if j[F_EXPIRES] ~= 0 then -- reserved in time: it never expires now
-    redis.call('ZREM', expiring_key(), member(id) .. T.name)
+    redis.call('ZREM', tag_key('expiring'), member(id) .. T.name)
     j[F_EXPIRES] = 0
   end
   j[F_STATE] = RESERVED
@@ -601,7 +594,7 @@ local function ensure_tube(T)
   if num then return tonumber(num) end
   num = redis.call('HINCRBY', K_STATS, 'tube-seq', 1)
   redis.call('HSET', T.meta, 'num', num)
-  local settings = redis.call('HGET', settings_key(), T.name)
+  local settings = redis.call('HGET', tag_key('tube-settings'), T.name)
   if settings then redis.call('HSET', T.meta, 'settings', settings) end
   redis.call('HSET', K_TUBE_NAMES, num, T.name)
   redis.call('ZADD', K_TUBES, redis.call('ZCARD', K_TUBES), T.name)
@@ -691,8 +684,6 @@ end
 local function begin_jobs()
   K_JOBS, K_TUBE_NAMES, K_DELAYED, K_RESERVED, K_STATS, K_TUBES, K_NODES, K_SEQ, K_READY, K_BODIES =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
-  TAG = string.sub(K_JOBS, 1, -6)
-  K_EXPIRING = nil
   jobs_meta, jobs_body, jobs_raw, jobs_dirty, jobs_unstored, jobs_inline, jobs_inline_at = {}, {}, {}, {}, {}, {}, {}
   jobs_to_write, jobs_to_delete, bodies_to_delete, bodies_apart = {}, {}, {}, nil
   moved_ready, moved_urgent, moved_buried = 0, 0, 0

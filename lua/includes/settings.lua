@@ -4,16 +4,9 @@
 -- meta hash holds a copy in 'settings' (written by tube-set, and by
 -- ensure_tube when the tube comes back), so that a reserve reads it with the
 -- pause it reads anyway.
+--- @include "tag"
 local DEFAULT_SETTINGS = { max = 0, rate = 0, window = 300 }
--- This call's, made on first use (most calls need neither): the key, and
--- tube name -> settings.
-local K_SETTINGS, settings_seen
-
--- <tag>:tube-settings, of the tag of KEYS[1] (<tag>:jobs).
-local function settings_key()
-  K_SETTINGS = K_SETTINGS or string.sub(KEYS[1], 1, -6) .. ':tube-settings'
-  return K_SETTINGS
-end
+local settings_seen -- this call's, made on first use (most calls need none): tube name -> settings
 
 local function parse_settings(s)
   if not s then return DEFAULT_SETTINGS end
@@ -30,7 +23,7 @@ local function tube_settings(name, copy)
   settings_seen = settings_seen or {}
   local s = settings_seen[name]
   if not s then
-    if copy == nil then copy = redis.call('HGET', settings_key(), name) end
+    if copy == nil then copy = redis.call('HGET', tag_key('tube-settings'), name) end
     s = parse_settings(copy or nil)
     settings_seen[name] = s
   end
@@ -38,5 +31,5 @@ local function tube_settings(name, copy)
 end
 
 local function begin_settings()
-  K_SETTINGS, settings_seen = nil, nil
+  settings_seen = nil
 end

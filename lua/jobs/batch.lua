@@ -130,7 +130,7 @@ local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
   if keyed then j[F_KEY] = key end
   if expire and expire > 0 then
     j[F_EXPIRES], j[F_EXPIRY_BURY] = now + expire * 1000, bury
-    redis.call('ZADD', expiring_key(), j[F_EXPIRES], member(id) .. T.name)
+    redis.call('ZADD', tag_key('expiring'), j[F_EXPIRES], member(id) .. T.name)
   end
   wait_or_ready(ti, id, j, delay, run, true, true)
   add_job(id, j, body)

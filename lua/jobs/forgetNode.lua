@@ -20,7 +20,7 @@ if expiry and tonumber(expiry) > now then return 0 end
 redis.call('ZADD', K_NODES, fmt_int(-now), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', K_NODES, '(' .. fmt_int(TOMBSTONE_MS - now), '(0')
 redis.call('DEL', KEYS[GLOBALS + 1])
-redis.call('HDEL', TAG .. ':node-formats', ARGV[1])
+redis.call('HDEL', tag_key('node-formats'), ARGV[1])
 local owners = redis.call('SMEMBERS', KEYS[GLOBALS + 2])
 for i = 1, #owners, 500 do
   local keys = {}

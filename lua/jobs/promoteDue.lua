@@ -18,10 +18,10 @@
 -- for the next tick, which names them) that no reserve took.
 local function expire_jobs(by_name, now, limit)
   local emptied = {}
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', expiring_key(), '-inf', now, 'LIMIT', 0, limit)) do
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', tag_key('expiring'), '-inf', now, 'LIMIT', 0, limit)) do
     local T = by_name[member_tube(m)]
     if T then
-      redis.call('ZREM', expiring_key(), m)
+      redis.call('ZREM', tag_key('expiring'), m)
       local id = member_id(m)
       local j = load_job(id)
       if j and j[F_EXPIRES] ~= 0 and j[F_STATE] ~= RESERVED then
@@ -56,7 +56,7 @@ end
 write_back() -- before reading the zsets' first deadlines
 for _, T in pairs(emptied) do collect_tube(T, now) end
 local next_due = -1
-for _, key in ipairs({ K_DELAYED, K_RESERVED, expiring_key() }) do
+for _, key in ipairs({ K_DELAYED, K_RESERVED, tag_key('expiring') }) do
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if first[2] then
     local due = tonumber(first[2])

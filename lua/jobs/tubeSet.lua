@@ -20,11 +20,11 @@ for k, v in pairs(tube_settings(T.name)) do s[k] = v end
 s[field] = tonumber(ARGV[3])
 local exists = redis.call('HEXISTS', T.meta, 'num') == 1
 if s.max == DEFAULT_SETTINGS.max and s.rate == DEFAULT_SETTINGS.rate and s.window == DEFAULT_SETTINGS.window then
-  redis.call('HDEL', settings_key(), T.name)
+  redis.call('HDEL', tag_key('tube-settings'), T.name)
   if exists then redis.call('HDEL', T.meta, 'settings') end
 else
   local text = format_settings(s)
-  redis.call('HSET', settings_key(), T.name, text)
+  redis.call('HSET', tag_key('tube-settings'), T.name, text)
   if exists then redis.call('HSET', T.meta, 'settings', text) end
 end
 if exists then notify_ready(ARGV[1], T.name, redis.call('ZCARD', T.ready)) end
