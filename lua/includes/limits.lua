@@ -9,14 +9,16 @@
 -- refilled at n a second would let 2n through in a second that straddles a
 -- full bucket.
 --- @include "jobs"
-local gates -- this call's: tube name -> { pause = ms, s = settings }
+-- this call's: tube name -> { pause = ms, s = settings, reserved = its jobs
+-- reserved when the call began (the count is written only at its end)
+local gates
 
 local function gate(T)
   gates = gates or {}
   local g = gates[T.name]
   if not g then
-    local m = redis.call('HMGET', T.meta, 'pause-until', 'settings')
-    g = { pause = tonumber(m[1] or '0'), s = tube_settings(T.name, m[2]) }
+    local m = redis.call('HMGET', T.meta, 'pause-until', 'settings', 'reserved')
+    g = { pause = tonumber(m[1] or '0'), s = tube_settings(T.name, m[2]), reserved = tonumber(m[3] or '0') }
     gates[T.name] = g
   end
   return g
@@ -34,7 +36,7 @@ end
 -- Jobs of T reserved now, counting this call's reserves and releases (not written yet).
 local function reserved_now(T)
   local moved = reserved_moved[T.name]
-  return tonumber(redis.call('HGET', T.meta, 'reserved') or '0') + (moved and moved.n or 0)
+  return gate(T).reserved + (moved and moved.n or 0)
 end
 
 -- How many of T's jobs a reserve may take now (math.huge: no limit).

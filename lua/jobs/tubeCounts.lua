@@ -13,8 +13,9 @@ local out = {}
 for _, T in ipairs((tubes_from(1))) do
   local exists = redis.call('ZSCORE', K_TUBES, T.name) and 1 or 0
   local m = redis.call('HMGET', T.meta, 'reserved', 'total-jobs', 'cmd-delete', 'cmd-pause-tube', 'pause', 'pause-until',
-    'jobs-expired', 'duplicate-puts')
-  local settings = tube_settings(T.name)
+    'jobs-expired', 'duplicate-puts', 'settings')
+  -- A tube that exists holds a copy of its settings; one that does not, only the settings hash.
+  local settings = tube_settings(T.name, exists == 1 and (m[9] or false) or nil)
   local pause, left = tonumber(m[5] or '0'), us_until(tonumber(m[6] or '0'))
   if left <= 0 then pause = 0 end
   local values = { exists, redis.call('ZCOUNT', T.ready, 0, URGENT), redis.call('ZCARD', T.ready),
