@@ -82,27 +82,32 @@ async function producerClient(): Promise<Client> {
   }
 }
 
+/** A put answered INTERNAL_ERROR stored nothing (the reply says so): the same put again, after a moment. */
+async function unrefused<T>(t: Tally, put: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await put();
+    } catch (err) {
+      if (!(err instanceof InternalError)) throw err;
+      t.refused++;
+      await sleep(10);
+    }
+  }
+}
+
 /** Puts with keys until `until`: the client resends a put-with whose reply was lost. */
 async function keyedProducer(p: number, until: number, t: Tally): Promise<void> {
   let c = await producerClient();
   for (let seq = 0; Date.now() < until; seq++) {
     const marker = `keyed|${p}|${seq}`;
-    for (;;) {
-      try {
-        const r = await c.putWith(marker, { key: `k-${p}-${seq}`, ttr: 120 });
-        t.acked.set(marker, r.id);
-        if (r.duplicate) t.duplicateReplies++;
-        break;
-      } catch (err) {
-        if (!(err instanceof InternalError)) {
-          t.givenUp++;
-          c.close();
-          c = await producerClient();
-          break;
-        }
-        t.refused++; // nothing stored: the same put again, after a moment
-        await sleep(10);
-      }
+    try {
+      const r = await unrefused(t, () => c.putWith(marker, { key: `k-${p}-${seq}`, ttr: 120 }));
+      t.acked.set(marker, r.id);
+      if (r.duplicate) t.duplicateReplies++;
+    } catch {
+      t.givenUp++;
+      c.close();
+      c = await producerClient();
     }
   }
   c.close();
@@ -115,14 +120,9 @@ async function plainProducer(p: number, until: number, t: Tally): Promise<void> 
     const marker = `plain|${p}|${seq}`;
     for (;;) {
       try {
-        t.acked.set(marker, await c.put(marker, { ttr: 120 }));
+        t.acked.set(marker, await unrefused(t, () => c.put(marker, { ttr: 120 })));
         break;
       } catch (err) {
-        if (err instanceof InternalError) {
-          t.refused++; // nothing stored: the same put again, after a moment
-          await sleep(10);
-          continue;
-        }
         if (!(err instanceof ConnectionError)) throw err;
         t.resent++;
         c.close();
