@@ -3,20 +3,20 @@
 // deletes pipelined), beside the plain reserve + delete `drain`. beanstalkd has
 // no reserve-many: on it this scenario plays the plain drain, so the x bs
 // column compares the worker with beanstalkd's plain drain of the same run.
-import { Client, Worker, type Job } from '../clients/node/src/index.js';
+import { Client } from '../clients/node/src/index.js';
 import type { CpuMeter } from './cpu.js';
 import { clock, Ledger } from './ledger.js';
 import { runPhase, type PhaseResult, type ProducerSpec } from './load.js';
+import { PREFETCH, startWorkers } from './node-workers.js';
 import { measure, onFreshTarget, type Measurement, type Scenario, type Settings } from './scenarios.js';
 import type { RunningTarget, Target } from './servers.js';
 import { Histogram } from './stats.js';
 
 export const DRAIN_WORKER: Scenario = {
-  name: 'drain-worker', workload: 'drain', persistence: 'everysec', pipelined: false, baseline: 'drain',
-  what: 'drain by redstalk-client Workers (reserve-many, prefetch 16); beanstalkd: plain drain',
+  name: 'drain-worker', workload: 'drain', persistence: 'everysec', pipelined: false, baseline: 'drain', nodeWorkers: true,
+  what: `drain by redstalk-client Workers (reserve-many, prefetch ${PREFETCH}); beanstalkd: plain drain`,
 };
 
-const PREFETCH = 16;
 const PRI = 100;
 const WARMUP_MS = 1000;
 const POLL_MS = 20;
@@ -57,14 +57,12 @@ async function drainWithWorkers(server: RunningTarget, meter: CpuMeter, scenario
   for (const [what, n] of Object.entries(filled.errors)) errors[what] = (errors[what] ?? 0) + n;
 
   let handled = 0;
-  const handler = (job: Job) => {
-    if (!ledger.reserved(job.body, 0, job.body.length, s.payload)) error('reserved a body the generator did not write');
+  const took = (body: Buffer) => {
+    if (!ledger.reserved(body, 0, body.length, s.payload)) error('reserved a body the generator did not write');
     handled++;
   };
-  const onError = (err: unknown) => error(err instanceof Error ? `${err.name}: ${err.message}` : String(err));
   const t0 = clock();
-  const workers = await Promise.all(Array.from({ length: s.clients }, (_, i) =>
-    Worker.start(handler, { port: port(i), prefetch: PREFETCH, reserveTimeoutSec: 1, onError })));
+  const workers = await startWorkers(server.ports, s.clients, took, error);
 
   const started = { at: t0, handled: 0, cpu: meter.sample() };
   let windowStart = started;
@@ -86,7 +84,7 @@ async function drainWithWorkers(server: RunningTarget, meter: CpuMeter, scenario
   const end = { at: clock(), handled, cpu: meter.sample() };
   if (!measuring) windowStart = started; // over before the warm-up was
   // Graceful: the prefetched and unstarted go back to the server, every delete is answered.
-  await Promise.all(workers.map((w) => w.stop()));
+  await workers.stop();
 
   const leftInServer = await jobsLeft(server.ports[0]!);
   const checked = ledger.check();

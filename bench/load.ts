@@ -37,6 +37,13 @@ export interface PhaseOptions {
   ledger: Ledger;
   /** Sampled at the start and the end of the measurement window. */
   meter?: CpuMeter;
+  /**
+   * Consumers that are not the phase's own sockets (redstalk-client Workers,
+   * node-workers.ts): started once its clients are connected, stopped once
+   * they are done. Each job a handler gets goes to `took`, and counts as a
+   * reserve and a delete (the Worker deletes what it handled).
+   */
+  outsideConsumers?: (took: (body: Buffer) => void, error: (what: string) => void) => Promise<{ stop(): Promise<void> }>;
 }
 
 export interface PhaseResult {
@@ -112,9 +119,21 @@ class Phase {
     return true;
   }
 
-  freshJobReserved(): void {
-    this.freshReserves++;
-    this.heldBack.shift()?.fill();
+  /** A consumer got a job (its body at data[bodyStart..], `bytes` long) at `now`: checked against the ledger, timed end to end. */
+  took(data: Buffer, bodyStart: number, bytes: number, now: number): void {
+    this.reserves++;
+    const known = this.ledger.reserved(data, bodyStart, bytes, this.opts.payload);
+    if (!known) this.error('reserved a body the generator did not write');
+    const intended = known ? intendedAt(data, bodyStart) : -Infinity;
+    if (this.measuring && intended >= this.windowFrom) {
+      this.endToEnd.recordMs(now - intended);
+      this.endToEndFromSend.recordMs(now - sentAt(data, bodyStart));
+    }
+    // A job of a backlog queued before the phase frees no held-back producer.
+    if (intended >= this.startedAt) {
+      this.freshReserves++;
+      this.heldBack.shift()?.fill();
+    }
   }
 }
 
@@ -295,20 +314,8 @@ class Consumer extends Client {
   onReserved(data: Buffer, idStart: number, idEnd: number, bodyStart: number, bytes: number): void {
     const now = clock();
     const rtt = this.answered(now);
-    const { phase } = this;
-    phase.reserves++;
-    const known = phase.ledger.reserved(data, bodyStart, bytes, phase.opts.payload);
-    if (!known) phase.error('reserved a body the generator did not write');
-    const intended = known ? intendedAt(data, bodyStart) : -Infinity;
-    const fresh = intended >= phase.startedAt;
-    if (phase.measuring) {
-      phase.reserveRtt.recordMs(rtt);
-      if (intended >= phase.windowFrom) {
-        phase.endToEnd.recordMs(now - intended);
-        phase.endToEndFromSend.recordMs(now - sentAt(data, bodyStart));
-      }
-    }
-    if (fresh) phase.freshJobReserved();
+    if (this.phase.measuring) this.phase.reserveRtt.recordMs(rtt);
+    this.phase.took(data, bodyStart, bytes, now);
     // Whatever happens, a reserved job is deleted: the check counts on it.
     const command = Buffer.allocUnsafe(DELETE.length + idEnd - idStart + 2);
     DELETE.copy(command);
@@ -360,8 +367,13 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
   const producers = opts.producers.map((p) => new Producer(phase, p, producerDepth));
   const consumers = opts.consumers.map((c) => new Consumer(phase, c, c.untilEmpty ? opts.depth : 1));
   const clients: Client[] = [...producers, ...consumers];
+  let outside: { stop(): Promise<void> } | undefined;
   try {
     await Promise.all(clients.map((c) => c.connected()));
+    outside = await opts.outsideConsumers?.((body) => {
+      phase.took(body, 0, body.length, clock());
+      phase.deletes++;
+    }, (what) => phase.error(what));
   } catch (err) {
     for (const c of clients) c.lost('connect failed');
     throw err;
@@ -388,6 +400,7 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
   if (opts.rate !== undefined) schedule(phase, producers, opts.rate, t0);
   await phase.finished;
   const end = mark();
+  await outside?.stop();
   for (const t of [warmup, stop, giveUp]) clearTimeout(t);
   clearInterval(progress);
 

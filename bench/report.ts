@@ -81,9 +81,20 @@ function peer(rows: Row[], row: Row, target: Target): Row | undefined {
 /** Both redstalks (this checkout's and the old commit's) get the x bs and x bullmq columns. */
 const isRedstalk = (row: Row) => row.target === 'redstalk' || row.target === 'baseline';
 
+/**
+ * BullMQ's row to compare a redstalk row with: the same scenario's, or, for
+ * redstalk's Workers (drain-worker, mixed-worker: BullMQ does not play them),
+ * that of the plain scenario they are compared with.
+ */
+function bullmqPeer(rows: Row[], row: Row): Row | undefined {
+  const scenario = SCENARIOS.find((s) => s.name === row.scenario);
+  const name = scenario?.nodeWorkers && scenario.baseline ? scenario.baseline : row.scenario;
+  return rows.find((r) => r.scenario === name && r.target === 'bullmq');
+}
+
 export function table(rows: Row[]): string {
   const body = rows.map((r) => {
-    const [bs, bullmq] = isRedstalk(r) ? [peer(rows, r, 'beanstalkd'), peer(rows, r, 'bullmq')] : [];
+    const [bs, bullmq] = isRedstalk(r) ? [peer(rows, r, 'beanstalkd'), bullmqPeer(rows, r)] : [];
     return [
       r.scenario, r.target, r.jobsPerSec, bs ? r.jobsPerSec / bs.jobsPerSec : '', bullmq ? r.jobsPerSec / bullmq.jobsPerSec : '',
       roleUsPerJob(r.cpu, 'client'), roleUsPerJob(r.cpu, 'server'), roleUsPerJob(r.cpu, 'redis'), r.scriptCallsPerJob,
@@ -147,10 +158,11 @@ export function comparisons(rows: Row[]): string[] {
     if (parts.length) lines.push(`${s.name} vs ${s.baseline}: ${parts.join(', ')}`);
   }
   for (const r of rows) {
-    const bullmq = r.target === 'redstalk' ? peer(rows, r, 'bullmq') : undefined;
+    const bullmq = r.target === 'redstalk' ? bullmqPeer(rows, r) : undefined;
     if (!bullmq) continue;
     const us = (row: Row) => sum(row.cpu, (u) => u.usPerJob);
-    lines.push(`${r.scenario} redstalk / bullmq: ${formatNumber(r.jobsPerSec / bullmq.jobsPerSec)}x jobs/s; CPU µs per job, all processes: `
+    const of = bullmq.scenario === r.scenario ? '' : ` (${bullmq.scenario})`;
+    lines.push(`${r.scenario} redstalk / bullmq${of}: ${formatNumber(r.jobsPerSec / bullmq.jobsPerSec)}x jobs/s; CPU µs per job, all processes: `
       + `redstalk ${formatNumber(us(r))} (generator + sidecar + redis), bullmq ${formatNumber(us(bullmq))} (BullMQ clients + redis): ${formatNumber(us(r) / us(bullmq))}x`);
   }
   return [...lines, ...versusBaseline(rows).map(versusLine), ...floorLines(rows)];

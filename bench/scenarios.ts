@@ -6,6 +6,7 @@ import { Wire, yamlMap } from '../test/helpers/wire.js';
 import { CpuMeter, type CpuUse, type Watched } from './cpu.js';
 import { Ledger, type LedgerCheck } from './ledger.js';
 import { openDashboards } from './dashboards.js';
+import { PREFETCH, startWorkers } from './node-workers.js';
 import { runPhase, type ConsumerSpec, type PhaseResult, type ProducerSpec } from './load.js';
 import { startTarget, type RunningTarget, type Target, type TargetOptions } from './servers.js';
 import type { Histogram } from './stats.js';
@@ -46,6 +47,8 @@ export interface Scenario extends TargetOptions {
   dashboards?: number;
   /** Left out of the measured window at the start of the load, instead of a tenth of --duration (at most 1 s); at most half the duration. */
   warmupMs?: number;
+  /** redstalk's consumers are redstalk-client Workers (node-workers.ts); beanstalkd, without reserve-many, plays the plain workload. */
+  nodeWorkers?: boolean;
 }
 
 /** Who plays a scenario that names no targets. */
@@ -68,6 +71,7 @@ export const SCENARIOS: Scenario[] = [
   { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms); bullmq: Queue.add' },
   { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: one Worker, concurrency --clients' },
   { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + one Worker, concurrency --clients/2' },
+  { name: 'mixed-worker', workload: 'mixed', persistence: 'everysec', pipelined: false, baseline: 'mixed', nodeWorkers: true, what: `mixed, the consumers redstalk-client Workers (reserve-many, prefetch ${PREFETCH}); beanstalkd: plain mixed` },
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
   { name: 'mixed-http', workload: 'mixed', persistence: 'everysec', pipelined: false, dashboard: true, targets: ['redstalk'], what: 'mixed, the sidecar with --http --dashboard (its metrics counted per command) and no dashboard open' },
   { name: 'mixed-dashboards', workload: 'mixed', persistence: 'everysec', pipelined: false, dashboard: true, dashboards: 20, baseline: 'mixed-http', targets: ['redstalk'], what: 'mixed-http with 20 dashboards open (each an event stream of /api/events), compared with mixed-http' },
@@ -223,8 +227,12 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
     mixed: () => ({ producers: clients.producers(producers, PRI, Infinity, scenario.keyed), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
     rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: scenario.rate ?? s.rate }),
   }[scenario.workload]();
+  // Workers take the consumers' place on redstalk (the producers still hold back at 2 queued jobs per consumer).
+  const workers = scenario.nodeWorkers && (target === 'redstalk' || target === 'baseline') && plan.consumers.length > 0
+    ? { consumers: [], outsideConsumers: (took: (body: Buffer) => void, error: (what: string) => void) => startWorkers(server.ports, plan.consumers.length, took, error) }
+    : {};
   const dashboards = scenario.dashboards && server.http?.[0] ? openDashboards(server.http[0], scenario.dashboards) : null;
-  const load = await runPhase({ ...phase, ...plan, label, depth, durationMs, meter });
+  const load = await runPhase({ ...phase, ...plan, ...workers, label, depth, durationMs, meter });
   dashboards?.close();
   if (dashboards) process.stderr.write(`  ${label}: ${scenario.dashboards} dashboards open got ${dashboards.events()} live events\n`);
   addErrors(load.errors);
