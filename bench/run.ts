@@ -10,7 +10,7 @@ import { LIGHT_SCENARIOS, lightFigures, lightLines } from './light.js';
 import { aggregate, comparisons, failed, table, writeJson } from './report.js';
 import { SCALE_SCENARIOS, scaleReport } from './scale.js';
 import { measure, plays, SCENARIOS, targetsOf, type Measurement, type Scenario, type Settings } from './scenarios.js';
-import { hasBeanstalkd, stopEverything, TARGETS, useBaseline, useBeanstalkd, type Target } from './servers.js';
+import { checkBuilt, hasBeanstalkd, ROOT, SIDECAR_BUILDS, stopEverything, TARGETS, useBaseline, useBeanstalkd, useSidecarBuild, type SidecarBuild, type Target } from './servers.js';
 
 // drain-worker (drain-worker.ts) has its own consumers: listed right after drain, measured by its own function.
 SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'drain') + 1, 0, DRAIN_WORKER);
@@ -36,6 +36,8 @@ const USAGE = `npm run bench -- [options]
   --baseline DIR    another redstalk checkout (an old commit, with node_modules): target baseline, started as redstalk
                     but from DIR, plays every scenario redstalk plays, compared with redstalk in the same run
   --beanstalkd BIN  the beanstalkd binary to measure (default: beanstalkd on PATH), e.g. a 1.13 built from source
+  --sidecar dist|src  run redstalk's sidecars as users do, from the build (node dist/cli.js: npm run build first,
+                    in the baseline's checkout too), or from source through tsx (default dist)
   --rounds N        play every scenario N times on each target (default 2, --quick 1)
   --json FILE       where the results go (default bench/results/latest.json)
   --quick           short run: --duration 3 --fill 100000 --rounds 1
@@ -63,7 +65,7 @@ function parse() {
     options: {
       duration: { type: 'string' }, clients: { type: 'string' }, payload: { type: 'string' }, depth: { type: 'string' },
       rate: { type: 'string' }, fill: { type: 'string' }, 'fill-seconds': { type: 'string' }, scenarios: { type: 'string' },
-      targets: { type: 'string' }, baseline: { type: 'string' }, beanstalkd: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'string' }, quick: { type: 'boolean' },
+      targets: { type: 'string' }, baseline: { type: 'string' }, beanstalkd: { type: 'string' }, sidecar: { type: 'string' }, rounds: { type: 'string' }, json: { type: 'string' }, quick: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -82,11 +84,16 @@ function parse() {
   };
   if (settings.payload < ID_BYTES) throw new Error(`--payload must be at least ${ID_BYTES}: each job carries its id and send time`);
   if (settings.clients < 2) throw new Error('--clients must be at least 2: mixed runs producers and consumers');
+  const [build] = pick('sidecar build', values.sidecar, SIDECAR_BUILDS, ['dist']) as SidecarBuild[];
+  useSidecarBuild(build!);
   if (values.baseline !== undefined) useBaseline(values.baseline);
   if (values.beanstalkd !== undefined) useBeanstalkd(values.beanstalkd);
   const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd()) && (t !== 'baseline' || values.baseline !== undefined) && t !== 'floor');
   const targets = pick('target', values.targets, TARGETS, defaults);
   if (targets.includes('baseline') && values.baseline === undefined) throw new Error('--targets baseline needs --baseline DIR (the old redstalk checkout to compare with)');
+  // A missing or stale build fails now, not after the scenarios before its first use.
+  if (targets.includes('redstalk')) checkBuilt(ROOT);
+  if (targets.includes('baseline')) checkBuilt(values.baseline!);
   if (targets.includes('beanstalkd') && !hasBeanstalkd()) throw new Error('beanstalkd is not installed (apt-get install beanstalkd, or --beanstalkd BIN)');
   if (!hasBeanstalkd()) process.stderr.write('beanstalkd is not installed: measuring without it, no x bs ratios\n');
   const names = pick('scenario', values.scenarios, [...SCENARIOS.map((s) => s.name), ...GROUPS], SCENARIOS.map((s) => s.name));

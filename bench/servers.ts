@@ -7,7 +7,7 @@
 // run ends or is interrupted; each is also named with its PIDs for the CPU
 // meter (cpu.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +87,44 @@ export function useBeanstalkd(binary: string): void {
   beanstalkdBinary = path.resolve(binary);
   beanstalkdChosen = true;
 }
+
+/**
+ * How redstalk's sidecars run: `dist`, as users run them (`node dist/cli.js`,
+ * the bundle `npm run build` makes), or `src` through tsx (bench/README.md,
+ * "The sidecar as users run it").
+ */
+export type SidecarBuild = 'dist' | 'src';
+export const SIDECAR_BUILDS: readonly SidecarBuild[] = ['dist', 'src'];
+let sidecarBuild: SidecarBuild = 'dist';
+
+/** Runs redstalk's sidecars from `build` in every checkout measured (ROOT's and the baseline's, once one is chosen). */
+export function useSidecarBuild(build: SidecarBuild): void {
+  sidecarBuild = build;
+}
+
+/** The newest modification time of the files under `dir` (ms). */
+function newestUnder(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) newest = Math.max(newest, statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
+  }
+  return newest;
+}
+
+/** A checkout's bundle, refused when missing or older than its sources (a stale build would measure old code). */
+export function checkBuilt(checkout: string): void {
+  if (sidecarBuild !== 'dist') return;
+  const bundle = path.join(checkout, 'dist', 'redstalk.cjs');
+  const fix = `run \`npm run build\` in ${checkout}, or measure from source with --sidecar src`;
+  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: ${fix}`);
+  const built = statSync(bundle).mtimeMs;
+  for (const sources of ['src', 'lua']) {
+    if (newestUnder(path.join(checkout, sources)) > built) throw new Error(`${bundle} is older than ${sources}/: ${fix}`);
+  }
+}
+
+/** The sidecar's entry in a checkout: the bundle, or its source through tsx. */
+const sidecarEntry = (): string[] => (sidecarBuild === 'dist' ? ['dist/cli.js'] : ['--import', 'tsx', 'src/cli.ts']);
 
 /** The checkout the baseline target's sidecars run from (useBaseline). */
 let baselineCheckout: string | undefined;
@@ -275,8 +313,9 @@ async function answering(port: number): Promise<void> {
   }
 }
 
-/** redstalk from `checkout`: its src/cli.ts run in it, so with its own lua/ and node_modules. */
+/** redstalk from `checkout`: its sidecar (sidecarEntry) run in it, so with its own lua/ and node_modules. */
 async function startRedstalk(o: TargetOptions, checkout: string): Promise<RunningTarget> {
+  checkBuilt(checkout);
   const redis = o.clusterPrimaries ? await startRedisCluster(o.clusterPrimaries) : await startRedis(o.persistence, o.replica === true);
   const flags = [
     ...(o.replica ? ['--min-replicas', '1'] : []),
@@ -297,7 +336,7 @@ async function startRedstalk(o: TargetOptions, checkout: string): Promise<Runnin
       const port = await freePort();
       if (o.dashboard) http.push(`127.0.0.1:${await freePort()}`);
       const sidecar = await launch(process.execPath, [
-        ...SIDECAR_NODE_FLAGS, '--import', 'tsx', 'src/cli.ts', '--redis', redis.url,
+        ...SIDECAR_NODE_FLAGS, ...sidecarEntry(), '--redis', redis.url,
         '-l', '127.0.0.1', '-p', String(port), '--prefix', 'bench', '--log-level', 'warn', ...flags,
         ...(o.dashboard ? ['--http', http[i]!, '--dashboard'] : []),
       ], port, checkout);
