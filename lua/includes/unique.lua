@@ -12,10 +12,11 @@
 local function claim_key(name, key, id)
   local field, unique = name .. ' ' .. key, tag_key('unique')
   if redis.call('HSETNX', unique, field, id) == 1 then return nil end
-  local gone = redis.call('ZSCORE', tag_key('unique-gone'), field)
+  local unique_gone = tag_key('unique-gone')
+  local gone = redis.call('ZSCORE', unique_gone, field)
   if gone and tonumber(gone) <= now_ms() then -- its window ran out, not swept yet
     redis.call('HSET', unique, field, id)
-    redis.call('ZREM', tag_key('unique-gone'), field)
+    redis.call('ZREM', unique_gone, field)
     return nil
   end
   return redis.call('HGET', unique, field)

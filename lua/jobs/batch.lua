@@ -466,7 +466,8 @@ end
 -- (settle_lone), so every op sees what it would have seen in order: the ops
 -- let past them are those that cannot touch a ready job of their tube. A tube
 -- with a limit serves each at once (its slots count every op).
--- lone[t] = { last = ARGV index of its last lone reserve, count, waiting = { {owner, at, a}, ... } }
+-- lone[t] = { last = ARGV index of its last lone reserve, count, tubes = { its tube's keys },
+--            waiting = { {owner, at, a}, ... } }
 -- last_reserve: the ARGV index of the call's last reserve of any kind;
 -- lone_waiting: how many wait.
 local lone, last_reserve, lone_waiting
@@ -480,9 +481,8 @@ local function serve_lone(t, results)
   local w = lone[t].waiting
   if #w == 0 then return end
   lone[t].waiting, lone_waiting = {}, lone_waiting - #w
-  local owners = {}
+  local owners, tubes = {}, lone[t].tubes
   for i, x in ipairs(w) do owners[i] = x.owner end
-  local tubes = { Ts[tonumber(t)] }
   local taken = reserve(owners, #owners, tubes, nil, w[#w].a == last_reserve)
   local got, wake = 0, nil
   if type(taken) == 'number' then wake = taken else got = (#taken - 1) / 5 end
@@ -520,15 +520,15 @@ end
 -- waits (filled in when served).
 local function lone_reserve(a, at, results)
   local t = ARGV[a + 4]
-  local g, T = lone[t], Ts[tonumber(t)]
+  local g = lone[t]
   local allowed = lease_allows(ARGV[a + 1], now)
   if allowed then
-    tidy({ T })
+    tidy(g.tubes)
     local w = g.waiting
     w[#w + 1] = { owner = ARGV[a + 1], at = at, a = a }
     lone_waiting = lone_waiting + 1
   end
-  local s = gate(T).s
+  local s = gate(g.tubes[1]).s
   if a == g.last or s.max > 0 or s.rate > 0 then serve_lone(t, results) end
   if not allowed then return -3 end
   return results[at] or false
@@ -566,7 +566,8 @@ do
       last_reserve = a
       if is_lone(a) then
         local g = lone[ARGV[a + 4]]
-        if g then g.last, g.count = a, g.count + 1 else lone[ARGV[a + 4]] = { last = a, count = 1, waiting = {} } end
+        if g then g.last, g.count = a, g.count + 1
+        else lone[ARGV[a + 4]] = { last = a, count = 1, tubes = { Ts[tonumber(ARGV[a + 4])] }, waiting = {} } end
       end
     elseif op ~= 'x' then
       ids_named[#ids_named + 1] = ARGV[a + 2]

@@ -17,11 +17,11 @@
 -- put-with jobs due to expire by `now` (of tubes in by_name; others wait
 -- for the next tick, which names them) that no reserve took.
 local function expire_jobs(by_name, now, limit)
-  local emptied = {}
-  for _, m in ipairs(redis.call('ZRANGEBYSCORE', tag_key('expiring'), '-inf', now, 'LIMIT', 0, limit)) do
+  local emptied, expiring = {}, tag_key('expiring')
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', expiring, '-inf', now, 'LIMIT', 0, limit)) do
     local T = by_name[member_tube(m)]
     if T then
-      redis.call('ZREM', tag_key('expiring'), m)
+      redis.call('ZREM', expiring, m)
       local id = member_id(m)
       local j = load_job(id)
       if j and j[F_EXPIRES] ~= 0 and j[F_STATE] ~= RESERVED then
