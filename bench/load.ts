@@ -44,6 +44,8 @@ export interface PhaseOptions {
    * reserve and a delete (the Worker deletes what it handled).
    */
   outsideConsumers?: (took: (body: Buffer) => void, error: (what: string) => void) => Promise<{ stop(): Promise<void> }>;
+  /** The outside consumers are done once they have handled this many jobs (a drain: all it queued); else when the duration ends. */
+  outsideLimit?: number;
 }
 
 export interface PhaseResult {
@@ -368,12 +370,26 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
   const consumers = opts.consumers.map((c) => new Consumer(phase, c, c.untilEmpty ? opts.depth : 1));
   const clients: Client[] = [...producers, ...consumers];
   let outside: { stop(): Promise<void> } | undefined;
+  // The outside consumers count as one client of the phase: done at outsideLimit jobs, or when it stops.
+  let outsideDone = (): void => {};
   try {
     await Promise.all(clients.map((c) => c.connected()));
-    outside = await opts.outsideConsumers?.((body) => {
-      phase.took(body, 0, body.length, clock());
-      phase.deletes++;
-    }, (what) => phase.error(what));
+    if (opts.outsideConsumers) {
+      let handled = 0;
+      let done = false;
+      phase.clientStarted();
+      outsideDone = () => {
+        if (done) return;
+        done = true;
+        phase.clientDone();
+      };
+      outside = await opts.outsideConsumers((body) => {
+        phase.took(body, 0, body.length, clock());
+        phase.deletes++;
+        if (++handled >= (opts.outsideLimit ?? Infinity)) outsideDone();
+      }, (what) => phase.error(what));
+      if (opts.outsideLimit === 0) outsideDone();
+    }
   } catch (err) {
     for (const c of clients) c.lost('connect failed');
     throw err;
@@ -391,6 +407,7 @@ export async function runPhase(opts: PhaseOptions): Promise<PhaseResult> {
     phase.measuring = false;
     phase.stopping = true;
     for (const c of clients) c.finishIfIdle(); // those owed no reply (held back, open loop) end now
+    outsideDone();
   }, opts.durationMs);
   const giveUp = setTimeout(() => { for (const c of clients) c.lost('no reply within the grace period'); }, opts.durationMs + GRACE_MS);
   const last = { at: t0, done: 0 };

@@ -4,7 +4,6 @@
 import { parseArgs } from 'node:util';
 import { measureBullmq } from './bullmq.js';
 import { CAPACITY_SCENARIOS, capacityFigures, capacityLines } from './capacity.js';
-import { DRAIN_WORKER, measureDrainWorker } from './drain-worker.js';
 import { ID_BYTES } from './ledger.js';
 import { LIGHT_SCENARIOS, lightFigures, lightLines } from './light.js';
 import { aggregate, comparisons, failed, table, writeJson } from './report.js';
@@ -12,8 +11,6 @@ import { SCALE_SCENARIOS, scaleReport } from './scale.js';
 import { measure, plays, SCENARIOS, targetsOf, type Measurement, type Scenario, type Settings } from './scenarios.js';
 import { checkBuilt, hasBeanstalkd, ROOT, SIDECAR_BUILDS, stopEverything, TARGETS, useBaseline, useBeanstalkd, useSidecarBuild, type SidecarBuild, type Target } from './servers.js';
 
-// drain-worker (drain-worker.ts) has its own consumers: listed right after drain, measured by its own function.
-SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'drain') + 1, 0, DRAIN_WORKER);
 // light (light.ts): fixed low rates, many blocked consumers, right after latency.
 SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'latency') + 1, 0, ...LIGHT_SCENARIOS);
 // capacity (capacity.ts): full batches on one Redis and on a Redis Cluster; scale (scale.ts): redstalk on both, last.
@@ -109,7 +106,7 @@ function parse() {
 
 function measureOne(scenario: Scenario, target: Target, round: number, settings: Settings): Promise<Measurement> {
   if (target === 'bullmq') return measureBullmq(scenario, round, settings);
-  return (scenario === DRAIN_WORKER ? measureDrainWorker : measure)(scenario, target, round, settings);
+  return measure(scenario, target, round, settings);
 }
 
 /** The scenarios in order, each one that names a selected baseline moved next to it. */

@@ -70,6 +70,7 @@ export const plays = (scenario: Scenario, target: Target): boolean => {
 export const SCENARIOS: Scenario[] = [
   { name: 'put', workload: 'put', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'all clients put; AOF everysec vs binlog (-b, fsync 50 ms); bullmq: Queue.add' },
   { name: 'drain', workload: 'drain', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'a queue filled first, all clients reserve+delete until empty; AOF everysec vs binlog; bullmq: one Worker, concurrency --clients' },
+  { name: 'drain-worker', workload: 'drain', persistence: 'everysec', pipelined: false, baseline: 'drain', nodeWorkers: true, what: `drain by redstalk-client Workers (reserve-many, prefetch ${PREFETCH}); beanstalkd: plain drain` },
   { name: 'mixed', workload: 'mixed', persistence: 'everysec', pipelined: false, targets: WITH_BULLMQ, what: 'half the clients put, half reserve+delete; AOF everysec vs binlog; bullmq: add + one Worker, concurrency --clients/2' },
   { name: 'mixed-worker', workload: 'mixed', persistence: 'everysec', pipelined: false, baseline: 'mixed', nodeWorkers: true, what: `mixed, the consumers redstalk-client Workers (reserve-many, prefetch ${PREFETCH}); beanstalkd: plain mixed` },
   { name: 'mixed-backlog', workload: 'mixed', persistence: 'everysec', pipelined: false, backlog: true, baseline: 'mixed', what: 'mixed with --fill jobs already queued (at a lower priority), compared with mixed' },
@@ -227,9 +228,14 @@ async function measureOn(server: RunningTarget, meter: CpuMeter, scenario: Scena
     mixed: () => ({ producers: clients.producers(producers, PRI, Infinity, scenario.keyed), consumers: clients.consumers(consumers, false), maxWaiting: 2 * consumers }),
     rate: () => ({ producers: clients.producers(producers, PRI, Infinity), consumers: clients.consumers(consumers, false), rate: scenario.rate ?? s.rate }),
   }[scenario.workload]();
-  // Workers take the consumers' place on redstalk (the producers still hold back at 2 queued jobs per consumer).
-  const workers = scenario.nodeWorkers && (target === 'redstalk' || target === 'baseline') && plan.consumers.length > 0
-    ? { consumers: [], outsideConsumers: (took: (body: Buffer) => void, error: (what: string) => void) => startWorkers(server.ports, plan.consumers.length, took, error) }
+  // Workers take the consumers' place on redstalk: a drain's until they have handled all it queued; a
+  // mixed run's until its end (its producers still hold back at 2 queued jobs per consumer).
+  const workers = scenario.nodeWorkers && (target === 'redstalk' || target === 'baseline')
+    ? {
+      consumers: [],
+      outsideConsumers: (took: (body: Buffer) => void, error: (what: string) => void) => startWorkers(server.ports, plan.consumers.length, took, error),
+      outsideLimit: scenario.workload === 'drain' ? fill?.jobs : undefined,
+    }
     : {};
   const dashboards = scenario.dashboards && server.http?.[0] ? openDashboards(server.http[0], scenario.dashboards) : null;
   const load = await runPhase({ ...phase, ...plan, ...workers, label, depth, durationMs, meter });
