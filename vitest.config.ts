@@ -1,25 +1,15 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { staleBuild } from './scripts/build-fresh.js';
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
 const BUNDLE = path.join(ROOT, 'dist/cli.js');
 
-function newestIn(dir: string): number {
-  let newest = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    newest = Math.max(newest, e.isDirectory() ? newestIn(p) : statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
 // The client suites (clients/*) start a fresh sidecar per conformance transcript:
 // the built command line when it is newer than every source it bundles (npm test
 // builds it first), the sources under tsx otherwise (about 0.5 s more per start).
-const bundleIsFresh = existsSync(BUNDLE)
-  && statSync(BUNDLE).mtimeMs >= Math.max(newestIn(path.join(ROOT, 'src')), newestIn(path.join(ROOT, 'protocol')), newestIn(path.join(ROOT, 'clients/node/src')));
+const bundleIsFresh = staleBuild(ROOT) === null;
 
 // Integration tests start their own redis-server / beanstalkd processes; running
 // files one at a time keeps a 2-core machine from timing them out.

@@ -1,6 +1,7 @@
 // npm run bench [-- options]: redstalk against the real beanstalkd and BullMQ,
 // scenario by scenario, interleaved, on fresh servers; the table goes to
 // stdout, progress to stderr, everything to a JSON file. See bench/README.md.
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { measureBullmq } from './bullmq.js';
 import { CAPACITY_SCENARIOS, capacityFigures, capacityLines } from './capacity.js';
@@ -90,7 +91,7 @@ function parse() {
   if (targets.includes('baseline') && values.baseline === undefined) throw new Error('--targets baseline needs --baseline DIR (the old redstalk checkout to compare with)');
   // A missing or stale build fails now, not after the scenarios before its first use.
   if (targets.includes('redstalk')) checkBuilt(ROOT);
-  if (targets.includes('baseline')) checkBuilt(values.baseline!);
+  if (targets.includes('baseline')) checkBuilt(path.resolve(values.baseline!));
   if (targets.includes('beanstalkd') && !hasBeanstalkd()) throw new Error('beanstalkd is not installed (apt-get install beanstalkd, or --beanstalkd BIN)');
   if (!hasBeanstalkd()) process.stderr.write('beanstalkd is not installed: measuring without it, no x bs ratios\n');
   const names = pick('scenario', values.scenarios, [...SCENARIOS.map((s) => s.name), ...GROUPS], SCENARIOS.map((s) => s.name));

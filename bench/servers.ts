@@ -7,11 +7,12 @@
 // run ends or is interrupted; each is also named with its PIDs for the CPU
 // meter (cpu.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, loopback, waitUntilAccepting } from '../src/cli/ports.js';
+import { staleBuild } from '../scripts/build-fresh.js';
 import { Wire, yamlMap } from '../test/helpers/wire.js';
 import type { Watched } from './cpu.js';
 
@@ -102,25 +103,15 @@ export function useSidecarBuild(build: SidecarBuild): void {
   sidecarBuild = build;
 }
 
-/** The newest modification time of the files under `dir` (ms). */
-function newestUnder(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) newest = Math.max(newest, statSync(path.join(entry.parentPath, entry.name)).mtimeMs);
-  }
-  return newest;
-}
+/** The checkouts whose build was found fresh (each is looked at once a run). */
+const builtCheckouts = new Set<string>();
 
-/** A checkout's bundle, refused when missing or older than its sources (a stale build would measure old code). */
+/** A checkout's build, refused when missing or older than its sources (a stale build would measure old code). */
 export function checkBuilt(checkout: string): void {
-  if (sidecarBuild !== 'dist') return;
-  const bundle = path.join(checkout, 'dist', 'redstalk.cjs');
-  const fix = `run \`npm run build\` in ${checkout}, or measure from source with --sidecar src`;
-  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: ${fix}`);
-  const built = statSync(bundle).mtimeMs;
-  for (const sources of ['src', 'lua']) {
-    if (newestUnder(path.join(checkout, sources)) > built) throw new Error(`${bundle} is older than ${sources}/: ${fix}`);
-  }
+  if (sidecarBuild !== 'dist' || builtCheckouts.has(checkout)) return;
+  const stale = staleBuild(checkout);
+  if (stale) throw new Error(`${stale}: run \`npm run build\` in ${checkout}, or measure from source with --sidecar src`);
+  builtCheckouts.add(checkout);
 }
 
 /** The sidecar's entry in a checkout: the bundle, or its source through tsx. */
