@@ -78,8 +78,8 @@ function peer(rows: Row[], row: Row, target: Target): Row | undefined {
   return rows.find((r) => r.scenario === row.scenario && r.target === target);
 }
 
-/** Both redstalks (this checkout's and the old commit's) get the x bs and x bullmq columns. */
-const isRedstalk = (row: Row) => row.target === 'redstalk' || row.target === 'baseline';
+/** Both redstalks (this checkout's and the old commit's) and the floor on Redis get the x bs and x bullmq columns. */
+const isRedstalk = (row: Row) => row.target === 'redstalk' || row.target === 'baseline' || row.target === 'floor-redis';
 
 /**
  * BullMQ's row to compare a redstalk row with: the same scenario's, or, for
@@ -168,18 +168,36 @@ export function comparisons(rows: Row[]): string[] {
   return [...lines, ...versusBaseline(rows).map(versusLine), ...floorLines(rows)];
 }
 
-/** The sidecars' CPU per job beside the floor's (a Node server with no store) in the same scenario. */
+/**
+ * The sidecars' CPU per job beside the floor's (a Node server with no store) in the same scenario,
+ * and sidecar + Redis beside floor-redis' (that server with its jobs in Redis).
+ */
 function floorLines(rows: Row[]): string[] {
   return rows.flatMap((r) => {
-    const floor = r.target === 'redstalk' ? peer(rows, r, 'floor') : undefined;
-    if (!floor) return [];
-    const least = roleUsPerJob(floor.cpu, 'server');
-    const sidecar = (row: Row) => {
-      const us = roleUsPerJob(row.cpu, 'server');
-      return `${row.target} ${formatNumber(us)} (${(us / least).toFixed(2)}x the floor)`;
-    };
+    if (r.target !== 'redstalk') return [];
     const base = peer(rows, r, 'baseline');
-    return [`${r.scenario} sidecar CPU µs per job: floor ${formatNumber(least)}, ${[r, ...(base ? [base] : [])].map(sidecar).join(', ')}`];
+    const redstalks = base ? [r, base] : [r];
+    const lines: string[] = [];
+    const floor = peer(rows, r, 'floor');
+    if (floor) {
+      const least = roleUsPerJob(floor.cpu, 'server');
+      const sidecar = (row: Row) => {
+        const us = roleUsPerJob(row.cpu, 'server');
+        return `${row.target} ${formatNumber(us)} (${(us / least).toFixed(2)}x the floor)`;
+      };
+      lines.push(`${r.scenario} sidecar CPU µs per job: floor ${formatNumber(least)}, ${redstalks.map(sidecar).join(', ')}`);
+    }
+    const onRedis = peer(rows, r, 'floor-redis');
+    if (onRedis) {
+      const total = (row: Row) => roleUsPerJob(row.cpu, 'server') + roleUsPerJob(row.cpu, 'redis');
+      const parts = (row: Row) => `${formatNumber(roleUsPerJob(row.cpu, 'server'))} + ${formatNumber(roleUsPerJob(row.cpu, 'redis'))}`;
+      const least = total(onRedis);
+      const bs = peer(rows, r, 'beanstalkd');
+      const ofBs = (row: Row) => (bs ? `, ${(total(row) / roleUsPerJob(bs.cpu, 'server')).toFixed(2)}x beanstalkd's` : '');
+      lines.push(`${r.scenario} sidecar + Redis CPU µs per job: floor-redis ${parts(onRedis)} = ${formatNumber(least)}${ofBs(onRedis)}, `
+        + redstalks.map((row) => `${row.target} ${parts(row)} = ${formatNumber(total(row))} (${(total(row) / least).toFixed(2)}x floor-redis${ofBs(row)})`).join(', '));
+    }
+    return lines;
   });
 }
 

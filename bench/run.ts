@@ -10,7 +10,7 @@ import { LIGHT_SCENARIOS, lightFigures, lightLines } from './light.js';
 import { aggregate, comparisons, failed, table, writeJson } from './report.js';
 import { SCALE_SCENARIOS, scaleReport } from './scale.js';
 import { measure, plays, SCENARIOS, targetsOf, type Measurement, type Scenario, type Settings } from './scenarios.js';
-import { checkBuilt, hasBeanstalkd, ROOT, SIDECAR_BUILDS, stopEverything, TARGETS, useBaseline, useBeanstalkd, useSidecarBuild, type SidecarBuild, type Target } from './servers.js';
+import { checkBuilt, FLOORS, hasBeanstalkd, ROOT, SIDECAR_BUILDS, stopEverything, TARGETS, useBaseline, useBeanstalkd, useSidecarBuild, type SidecarBuild, type Target } from './servers.js';
 
 // light (light.ts): fixed low rates, many blocked consumers, right after latency.
 SCENARIOS.splice(SCENARIOS.findIndex((s) => s.name === 'latency') + 1, 0, ...LIGHT_SCENARIOS);
@@ -28,9 +28,10 @@ const USAGE = `npm run bench -- [options]
   --fill N          jobs queued before mixed-backlog, and at most before drain (default 1000000, --quick 100000)
   --fill-seconds S  upper bound on that filling (default 300)
   --scenarios a,b   which scenarios or groups (${GROUPS.join(', ')}) (default all, below)
-  --targets a,b     ${TARGETS.join(', ')} (default all but floor; beanstalkd where installed, baseline with --baseline);
+  --targets a,b     ${TARGETS.join(', ')} (default all but the floors; beanstalkd where installed, baseline with --baseline);
                     each plays the scenarios it can; floor: a Node server answering from memory (bench/floor-server.ts),
-                    the least CPU per job a Node sidecar can use for the same clients
+                    the least CPU per job a Node sidecar can use for the same clients; floor-redis: that server keeping
+                    its jobs in its own Redis by the least a durable job needs (bench/floor-redis.ts)
   --baseline DIR    another redstalk checkout (an old commit, with node_modules): target baseline, started as redstalk
                     but from DIR, plays every scenario redstalk plays, compared with redstalk in the same run
   --beanstalkd BIN  the beanstalkd binary to measure (default: beanstalkd on PATH), e.g. a 1.13 built from source
@@ -86,7 +87,7 @@ function parse() {
   useSidecarBuild(build!);
   if (values.baseline !== undefined) useBaseline(values.baseline);
   if (values.beanstalkd !== undefined) useBeanstalkd(values.beanstalkd);
-  const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd()) && (t !== 'baseline' || values.baseline !== undefined) && t !== 'floor');
+  const defaults = TARGETS.filter((t) => (t !== 'beanstalkd' || hasBeanstalkd()) && (t !== 'baseline' || values.baseline !== undefined) && !FLOORS.includes(t));
   const targets = pick('target', values.targets, TARGETS, defaults);
   if (targets.includes('baseline') && values.baseline === undefined) throw new Error('--targets baseline needs --baseline DIR (the old redstalk checkout to compare with)');
   // A missing or stale build fails now, not after the scenarios before its first use.

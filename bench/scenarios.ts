@@ -59,10 +59,12 @@ export const targetsOf = (scenario: Scenario): Target[] => scenario.targets ?? D
 
 /**
  * Whether a target plays a scenario: the baseline (an old redstalk) plays whatever redstalk plays,
- * the floor (no store) the plain put, drain and mixed scenarios beanstalkd plays.
+ * the floor (no store) the plain put, drain and mixed scenarios beanstalkd plays, floor-redis those
+ * whose clients have one command in flight (it answers a client's commands one at a time).
  */
 export const plays = (scenario: Scenario, target: Target): boolean => {
   if (target === 'floor') return targetsOf(scenario).includes('beanstalkd') && !scenario.baseline;
+  if (target === 'floor-redis') return plays(scenario, 'floor') && !scenario.pipelined;
   if (target === 'baseline' && scenario.dashboard) return false; // an old checkout may have no dashboard
   return targetsOf(scenario).includes(target === 'baseline' ? 'redstalk' : target);
 };

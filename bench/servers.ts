@@ -21,10 +21,13 @@ import { hasBeanstalkd as beanstalkdOnPath } from '../test/helpers/beanstalkd.js
 /**
  * baseline: redstalk from the checkout given to useBaseline (run.ts --baseline), started as redstalk is.
  * floor: bench/floor-server.ts, a Node server answering from memory (the least a Node sidecar can cost).
+ * floor-redis: the same server keeping its jobs in its own Redis (bench/floor-redis.ts: the least a Node sidecar and its Redis can cost).
  */
-export type Target = 'redstalk' | 'baseline' | 'beanstalkd' | 'bullmq' | 'floor';
+export type Target = 'redstalk' | 'baseline' | 'beanstalkd' | 'bullmq' | 'floor' | 'floor-redis';
 /** In the order they play and are listed: the baseline right after the redstalk it is compared with. */
-export const TARGETS: readonly Target[] = ['redstalk', 'baseline', 'beanstalkd', 'bullmq', 'floor'];
+export const TARGETS: readonly Target[] = ['redstalk', 'baseline', 'beanstalkd', 'bullmq', 'floor', 'floor-redis'];
+/** The floors: measured only when named in --targets. */
+export const FLOORS: readonly Target[] = ['floor', 'floor-redis'];
 /** everysec: redis AOF fsync every second / beanstalkd binlog (fsync every 50 ms); always: fsync each write; memory: neither. */
 export type Persistence = 'everysec' | 'always' | 'memory';
 
@@ -368,17 +371,28 @@ async function startBeanstalkd(persistence: Persistence): Promise<RunningTarget>
   };
 }
 
-/** The floor: no store, so no persistence to set. */
-async function startFloor(): Promise<RunningTarget> {
-  const port = await freePort();
-  const server = await launch(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts', String(port)], port);
-  return {
-    ports: [port],
-    redisPorts: [],
-    watched: [{ role: 'server', label: 'floor', pids: [server.child.pid!] }],
-    commands: [server.command],
-    stop: () => stopProcess(server.child),
+/** The floor server, its jobs in memory (no persistence to set), or in a fresh Redis of redstalk's settings. */
+async function startFloor(persistence: Persistence | null): Promise<RunningTarget> {
+  const redis = persistence ? await startRedis(persistence, false) : null;
+  const stop = async () => {
+    if (server) await stopProcess(server.child);
+    await redis?.stop();
   };
+  let server: Launched | undefined;
+  try {
+    const port = await freePort();
+    server = await launch(process.execPath, ['--import', 'tsx', 'bench/floor-server.ts', String(port), ...(redis ? [redis.url] : [])], port);
+    return {
+      ports: [port],
+      redisPorts: redis?.primaries ?? [],
+      watched: [{ role: 'server', label: redis ? 'floor-redis' : 'floor', pids: [server.child.pid!] }, ...(redis?.watched ?? [])],
+      commands: [...(redis?.commands ?? []), server.command],
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }
 
 /** BullMQ's Redis: redstalk's settings; its clients run in the benchmark process (bullmq.ts). */
@@ -395,7 +409,8 @@ export function startTarget(target: Target, options: TargetOptions): Promise<Run
     return startRedstalk(options, baselineCheckout);
   }
   if (target === 'beanstalkd') return startBeanstalkd(options.persistence);
-  if (target === 'floor') return startFloor();
+  if (target === 'floor') return startFloor(null);
+  if (target === 'floor-redis') return startFloor(options.persistence);
   return startBullmqRedis(options.persistence);
 }
 
