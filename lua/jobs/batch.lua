@@ -404,23 +404,41 @@ local function take_ready(look, count)
   return { T, m }
 end
 
--- Whether tubes hold no job a reserve could take, now or once a delay ends.
-local function drained(tubes)
-  for _, T in ipairs(tubes) do
-    if redis.call('ZCARD', T.ready) > 0 or redis.call('ZCARD', T.delayed) > 0 then return false end
+-- A reserve's jobs end with whether its tubes are drained: 1 when they hold
+-- no job a reserve could take, now or once a delay ends, at the END of the
+-- call (whatever its later ops did), else 0 (or not known: a watch list's).
+-- A sidecar lets the next reserve over drained tubes wait without a look,
+-- until a wake-up comes (src/server/waiters.ts): at light load, where a call
+-- carries a few puts handed to reserves, each of those renews the mark. The
+-- results to tell are kept in `tellers` (result, its tubes, ...) and told by
+-- tell_drained, two ZCARDs a tube a call.
+local tellers
+local function tell_later(result, tubes)
+  tellers[#tellers + 1], tellers[#tellers + 2] = result, tubes
+end
+
+local function tell_drained()
+  local drained = {}
+  for k = 1, #tellers, 2 do
+    local result, all = tellers[k], true
+    for _, T in ipairs(tellers[k + 1]) do
+      local d = drained[T]
+      if d == nil then
+        d = redis.call('ZCARD', T.ready) == 0 and redis.call('ZCARD', T.delayed) == 0
+        drained[T] = d
+      end
+      if not d then all = false; break end
+    end
+    if all then result[#result] = 1 end
   end
-  return true
 end
 
 -- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
 -- tubes of `watched` (a watch list, above) that have ready jobs; n < 0 takes
--- none and names the -n candidates instead. The jobs are followed by 1 when
--- `tell` asks and the tubes (given by keys) are drained by them, else by 0:
--- a sidecar lets the next reserve over drained tubes wait without a look,
--- until a wake-up comes (src/server/waiters.ts). Only the call's last
--- reserve tells (two ZCARDs a tube): a light load sends one reserve a call,
--- and under load the next look rides in a call anyway. `owner` may be a list:
--- the k-th job goes to its k-th owner (lone reserves served together, below).
+-- none and names the -n candidates instead. The jobs are followed by whether
+-- that drained the tubes (0 until the call's end: `tell` asks for it then, see
+-- tell_later). `owner` may be a list: the k-th job goes to its k-th owner
+-- (lone reserves served together, below).
 local function reserve(owner, n, tubes, watched, tell)
   tidy(tubes, watched)
   local look = watched and with_ready_jobs(watched) or tubes
@@ -452,7 +470,8 @@ local function reserve(owner, n, tubes, watched, tell)
     end
   end
   if #taken > 0 then
-    taken[#taken + 1] = (tell and not watched and drained(tubes)) and 1 or 0
+    taken[#taken + 1] = 0
+    if tell then tell_later(taken, tubes) end
     return taken
   end
   return wake_after(tubes, look, watched)
@@ -468,9 +487,8 @@ end
 -- with a limit serves each at once (its slots count every op).
 -- lone[t] = { last = ARGV index of its last lone reserve, count, tubes = { its tube's keys },
 --            waiting = { {owner, at, a}, ... } }
--- last_reserve: the ARGV index of the call's last reserve of any kind;
 -- lone_waiting: how many wait.
-local lone, last_reserve, lone_waiting
+local lone, lone_waiting
 
 local function is_lone(a)
   return ARGV[a] == 'v' and ARGV[a + 2] == '1' and ARGV[a + 3] == '1'
@@ -483,13 +501,14 @@ local function serve_lone(t, results)
   lone[t].waiting, lone_waiting = {}, lone_waiting - #w
   local owners, tubes = {}, lone[t].tubes
   for i, x in ipairs(w) do owners[i] = x.owner end
-  local taken = reserve(owners, #owners, tubes, nil, w[#w].a == last_reserve)
+  local taken = reserve(owners, #owners, tubes, nil, false)
   local got, wake = 0, nil
   if type(taken) == 'number' then wake = taken else got = (#taken - 1) / 5 end
   for i, x in ipairs(w) do
     if i <= got then
       local b = 5 * (i - 1)
-      results[x.at] = { taken[b + 1], taken[b + 2], taken[b + 3], taken[b + 4], taken[b + 5], i == #w and taken[#taken] or 0 }
+      results[x.at] = { taken[b + 1], taken[b + 2], taken[b + 3], taken[b + 4], taken[b + 5], 0 }
+      tell_later(results[x.at], tubes)
     else
       wake = wake or wake_after(tubes, tubes, nil)
       results[x.at] = wake
@@ -545,7 +564,7 @@ local function begin_batch()
   last_seq = 0
   put_here = {}
   expired, promoted_all, promoted, named = false, false, {}, {}
-  lone, last_reserve, lone_waiting = {}, 0, 0
+  lone, tellers, lone_waiting = {}, {}, 0
 end
 
 --- @call
@@ -553,7 +572,6 @@ local FIRST_OP = 5 + #Ts
 
 -- A first look at the ops: how many ids they take (one INCRBY for all), and
 -- the jobs that delete, release, bury and touch name (one HMGET for all).
--- Also where the last reserve is (the one that says whether it drained its tubes).
 local ids_wanted, ids_named = 0, {}
 do
   local a = FIRST_OP
@@ -563,7 +581,6 @@ do
     if op == 'p' or op == 'q' or op == 'i' then
       ids_wanted = ids_wanted + 1
     elseif RESERVES[op] then
-      last_reserve = a
       if is_lone(a) then
         local g = lone[ARGV[a + 4]]
         if g then g.last, g.count = a, g.count + 1
@@ -615,7 +632,7 @@ while a <= #ARGV do
   elseif op == 'v' then
     local k, tubes = tonumber(ARGV[a + 3]), {}
     for i = 1, k do tubes[i] = Ts[tonumber(ARGV[a + 3 + i])] end
-    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tubes, nil, a == last_reserve)
+    r = reserve(ARGV[a + 1], tonumber(ARGV[a + 2]), tubes, nil, true)
   elseif op == 'w' then
     local list = {}
     for name in string.gmatch(ARGV[a + 3], '%S+') do list[name] = true end
@@ -641,6 +658,7 @@ end
 if last_seq < ids_end then redis.call('DECRBY', K_SEQ, ids_end - last_seq) end
 -- The records, reservations and counts kept back, before collect_tube reads them.
 write_back()
+tell_drained()
 local total = 0
 for i, T in ipairs(Ts) do
   if inserted[i] > 0 then redis.call('HINCRBY', T.meta, 'total-jobs', inserted[i]) end

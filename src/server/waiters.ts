@@ -249,12 +249,18 @@ export class Waiters implements ReadyListener {
    * reserves in the same call.
    */
   readying(tube: string): void {
-    this.wokeUp(tube);
+    let handed = false;
     this.eachOn(tube, (w) => {
       if (w.state !== State.Idle) return true;
       this.attempt(w);
+      handed = true;
       return false;
     });
+    // A job handed over leaves nothing behind that the looks in flight missed: its reserve rides
+    // right after it and tells whether the tube is drained at its call's end, and a job left
+    // ready all the same (the reserve took a more urgent one) is published, so its wake-up comes
+    // back here. Only a job nobody waits for is a wake-up now: the looks in flight missed it.
+    if (!handed) this.wokeUp(tube);
   }
 
   /** After a lost subscription: every waiter looks again. */

@@ -131,6 +131,30 @@ describe('batch: ops of one call on the same job', () => {
     redis.disconnect();
   });
 
+  it("says whether a reserve's tubes are drained as they are at the end of its call, for every reserve of the call", async () => {
+    const { redis, store } = openStore();
+    const drained = (r: unknown) => (r as Reservation).drained;
+    // Puts each handed to a reserve (as a sidecar sends them at light load), lone and not: all drained.
+    const handed = await store.apply([
+      jobOps.put(null, none, 't', 1, 0, 60, body()), jobOps.reserve(null, none, 'a', ['t'], 1),
+      jobOps.put(null, none, 't', 1, 0, 60, body()), jobOps.reserve(null, none, 'b', ['t'], 1),
+      jobOps.put(null, none, 'u', 1, 0, 60, body()), jobOps.reserve(null, none, 'c', ['u', 't'], 2),
+    ]);
+    expect([handed[1], handed[3], handed[5]].map(drained)).toEqual([true, true, true]);
+    // A put after the reserves, left ready: none of them drained its tube any longer.
+    const left = await store.apply([
+      jobOps.put(null, none, 't', 1, 0, 60, body()), jobOps.reserve(null, none, 'a', ['t'], 1),
+      jobOps.put(null, none, 'u', 1, 0, 60, body()), jobOps.reserve(null, none, 'c', ['u'], 1),
+      jobOps.put(null, none, 't', 1, 0, 60, body()),
+    ]);
+    expect([left[1], left[3]].map(drained)).toEqual([false, true]);
+    // A delayed job is not drained either.
+    const delayed = await store.apply([jobOps.reserve(null, none, 'a', ['t'], 1), jobOps.put(null, none, 'u', 1, 60, 60, body()),
+      jobOps.put(null, none, 'u', 1, 0, 60, body()), jobOps.reserve(null, none, 'c', ['u'], 1)]);
+    expect([delayed[0], delayed[3]].map(drained)).toEqual([true, false]);
+    redis.disconnect();
+  });
+
   it('deletes, releases, buries and touches a job reserved earlier in the same call', async () => {
     const { redis, keys, store } = openStore();
     await store.apply([0, 1, 2, 3].map(() => jobOps.put(null, none, 't', 10, 0, 60, body())));

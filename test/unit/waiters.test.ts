@@ -144,6 +144,37 @@ describe('waiters handing jobs over and knowing drained tubes', () => {
     expect(ops.map((op) => op.ctx.session)).toEqual([c.session]);
   });
 
+  it('trust a drained look that a job handed over overtook: the reserve it rode with tells the tube afterwards', () => {
+    const { ops, waiters, answer } = setup();
+    const a = fakeSession();
+    void waiters.wait(a.session, null);
+    answer(-1); // a waits, the tube known drained
+    const b = fakeSession();
+    void waiters.wait(b.session, 0); // reserve-with-timeout 0 looks all the same: in flight...
+    waiters.readying('default'); // ...when a put is handed to a
+    expect(ops.map((op) => op.ctx.session)).toEqual([b.session, a.session]);
+    answer(-1);
+    expect(b.got).toEqual(['TIMED_OUT']);
+    const c = fakeSession();
+    void waiters.wait(c.session, null);
+    expect(ops.map((op) => op.ctx.session)).toEqual([a.session]); // the mark stands: c waits without a look
+    answer({ jobs: [job('1')], drained: true });
+    expect(a.got).toEqual(['RESERVED 1']);
+    expect(ops).toEqual([]);
+  });
+
+  it('trust no drained look that a job nobody waited for overtook', () => {
+    const { ops, waiters, answer } = setup();
+    const a = fakeSession();
+    void waiters.wait(a.session, null); // a look, in flight: no idle waiter
+    waiters.readying('default'); // a put that finds nobody to hand it to
+    expect(ops.map((op) => op.ctx.session)).toEqual([a.session]);
+    answer(-1);
+    const b = fakeSession();
+    void waiters.wait(b.session, null);
+    expect(ops.map((op) => op.ctx.session)).toEqual([b.session]);
+  });
+
   it('trust no drained look that a wake-up overtook while it was in flight', () => {
     const { ops, waiters, answer } = setup();
     const a = fakeSession();
