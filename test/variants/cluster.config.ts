@@ -13,6 +13,6 @@ export default defineConfig({
     include: ['test/integration/**/*.test.ts', 'test/differential/**/*.test.ts'],
     exclude: VARIANT_EXCLUDE,
     globalSetup: ['test/variants/cluster-setup.ts'],
-    env: { ...base.test?.env, TEST_SHARDS: '12', DIFF_SEEDS: process.env.DIFF_SEEDS ?? '1-100' },
+    env: { ...base.test?.env, TEST_SHARDS: '12', DIFF_SEEDS: process.env.DIFF_SEEDS ?? '1-70' },
   },
 });

@@ -11,6 +11,6 @@ export default defineConfig({
     ...base.test,
     include: ['test/integration/**/*.test.ts', 'test/differential/**/*.test.ts'],
     exclude: VARIANT_EXCLUDE,
-    env: { ...base.test?.env, TEST_SHARDS: '4', DIFF_SEEDS: process.env.DIFF_SEEDS ?? '1-100' },
+    env: { ...base.test?.env, TEST_SHARDS: '4', DIFF_SEEDS: process.env.DIFF_SEEDS ?? '1-70' },
   },
 });
