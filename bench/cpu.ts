@@ -158,3 +158,9 @@ export function rolePerJob(uses: CpuUse[], role: CpuRole, figure: 'usPerJob' | '
 
 /** CPU µs per job of every process of a role added up (NaN when there is none). */
 export const roleUsPerJob = (uses: CpuUse[], role: CpuRole): number => rolePerJob(uses, role, 'usPerJob');
+
+/** The server's CPU µs per job and its Redis' (none: 0), what a job costs the side that serves it. */
+export function serverSideUsPerJob(uses: CpuUse[]): number {
+  const redis = roleUsPerJob(uses, 'redis');
+  return roleUsPerJob(uses, 'server') + (Number.isNaN(redis) ? 0 : redis);
+}

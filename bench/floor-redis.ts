@@ -131,12 +131,12 @@ export class RedisStore implements Store {
     this.add({ code: 'd', client, id });
   }
 
+  /** Every job is in the jobs hash, the reserved ones also in the reserved set: the rest are ready. */
   stats(client: Client): void {
-    void (async () => {
-      let ready = 0;
-      for (const key of await this.redis.keys(`${READY}*`)) ready += await this.redis.zcard(key);
-      client.counted(ready, await this.redis.zcard(KEYS[2]!));
-    })().catch(fail);
+    this.redis.multi().hlen(KEYS[0]!).zcard(KEYS[2]!).exec().then((replies) => {
+      const [all, held] = replies!.map(([err, n]) => { if (err) throw err; return n as number; }) as [number, number];
+      client.counted(all - held, held);
+    }).catch(fail);
   }
 
   private add(op: Op): void {
@@ -154,9 +154,8 @@ export class RedisStore implements Store {
     const ops = this.queue;
     this.queue = [];
     const w = this.writer;
+    const putsAt = w.placeholder();
     let puts = 0;
-    for (const op of ops) if (op.code === 'p') puts++;
-    w.int(puts);
     for (const op of ops) {
       if (op.code === 'd') {
         w.ascii('d');
@@ -169,8 +168,10 @@ export class RedisStore implements Store {
         w.ascii(op.waiter ? 'h' : 'p');
         w.string(op.tube);
         w.bytes(op.body);
+        puts++;
       }
     }
+    w.patch(putsAt, puts);
     this.inFlight = true;
     (this.redis.sendCommand(new EncodedCommand(w.command(HEAD, HEAD_ITEMS), null)) as Promise<Array<number | Buffer>>)
       .then((reply) => this.complete(ops, reply), fail);

@@ -6,7 +6,7 @@
 // per job, not the work of a batch) and the put -> reserved latency; for
 // redstalk also how many scripts Redis ran per job (INFO commandstats) and how
 // many reads from its clients it processed per job (its wake-ups for input).
-import { roleUsPerJob } from './cpu.js';
+import { roleUsPerJob, serverSideUsPerJob } from './cpu.js';
 import type { Row } from './report.js';
 import type { Scenario } from './scenarios.js';
 import type { Target } from './servers.js';
@@ -41,15 +41,13 @@ export interface LightFigures {
   versusBeanstalkd?: { cpu: number; p99: number };
 }
 
-const orZero = (x: number) => (Number.isNaN(x) ? 0 : x);
-
 export function lightFigures(rows: Row[]): LightFigures[] {
   const names = new Set(LIGHT_SCENARIOS.map((s) => s.name));
   const figures = (r: Row): Omit<LightFigures, 'versusBeanstalkd'> => {
     const [client, server, redis] = (['client', 'server', 'redis'] as const).map((role) => roleUsPerJob(r.cpu, role)) as [number, number, number];
     return {
       scenario: r.scenario, target: r.target, jobsPerSec: r.jobsPerSec,
-      cpuUsPerJob: { client, server, redis, serverSide: server + orZero(redis) },
+      cpuUsPerJob: { client, server, redis, serverSide: serverSideUsPerJob(r.cpu) },
       putToReservedMs: { p50: r.latency.p50, p99: r.latency.p99 },
       scriptCallsPerJob: r.scriptCallsPerJob, redisReadsPerJob: r.redisReadsPerJob,
     };

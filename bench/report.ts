@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { combineUse, rolePerJob, roleUsPerJob, type CpuUse } from './cpu.js';
+import { combineUse, rolePerJob, roleUsPerJob, serverSideUsPerJob, type CpuUse } from './cpu.js';
 import { LATENCY_OF, SCENARIOS, type Measurement, type Settings } from './scenarios.js';
 import { beanstalkdBinary, ROOT, TARGETS, type Target } from './servers.js';
 import { formatNumber, formatTable, Histogram, type LatencySummary } from './stats.js';
@@ -79,7 +79,7 @@ function peer(rows: Row[], row: Row, target: Target): Row | undefined {
 }
 
 /** Both redstalks (this checkout's and the old commit's) and the floor on Redis get the x bs and x bullmq columns. */
-const isRedstalk = (row: Row) => row.target === 'redstalk' || row.target === 'baseline' || row.target === 'floor-redis';
+const hasPeerColumns = (row: Row) => row.target === 'redstalk' || row.target === 'baseline' || row.target === 'floor-redis';
 
 /**
  * BullMQ's row to compare a redstalk row with: the same scenario's, or, for
@@ -94,7 +94,7 @@ function bullmqPeer(rows: Row[], row: Row): Row | undefined {
 
 export function table(rows: Row[]): string {
   const body = rows.map((r) => {
-    const [bs, bullmq] = isRedstalk(r) ? [peer(rows, r, 'beanstalkd'), bullmqPeer(rows, r)] : [];
+    const [bs, bullmq] = hasPeerColumns(r) ? [peer(rows, r, 'beanstalkd'), bullmqPeer(rows, r)] : [];
     return [
       r.scenario, r.target, r.jobsPerSec, bs ? r.jobsPerSec / bs.jobsPerSec : '', bullmq ? r.jobsPerSec / bullmq.jobsPerSec : '',
       roleUsPerJob(r.cpu, 'client'), roleUsPerJob(r.cpu, 'server'), roleUsPerJob(r.cpu, 'redis'), r.scriptCallsPerJob,
@@ -189,11 +189,11 @@ function floorLines(rows: Row[]): string[] {
     }
     const onRedis = peer(rows, r, 'floor-redis');
     if (onRedis) {
-      const total = (row: Row) => roleUsPerJob(row.cpu, 'server') + roleUsPerJob(row.cpu, 'redis');
+      const total = (row: Row) => serverSideUsPerJob(row.cpu);
       const parts = (row: Row) => `${formatNumber(roleUsPerJob(row.cpu, 'server'))} + ${formatNumber(roleUsPerJob(row.cpu, 'redis'))}`;
       const least = total(onRedis);
       const bs = peer(rows, r, 'beanstalkd');
-      const ofBs = (row: Row) => (bs ? `, ${(total(row) / roleUsPerJob(bs.cpu, 'server')).toFixed(2)}x beanstalkd's` : '');
+      const ofBs = (row: Row) => (bs ? `, ${(total(row) / total(bs)).toFixed(2)}x beanstalkd's` : '');
       lines.push(`${r.scenario} sidecar + Redis CPU µs per job: floor-redis ${parts(onRedis)} = ${formatNumber(least)}${ofBs(onRedis)}, `
         + redstalks.map((row) => `${row.target} ${parts(row)} = ${formatNumber(total(row))} (${(total(row) / least).toFixed(2)}x floor-redis${ofBs(row)})`).join(', '));
     }
