@@ -144,7 +144,7 @@ local function load_job(id)
     if raw then
       local next_at
       next_at, j = cmsgpack.unpack_one(raw)
-      for f = COUNTERS_FROM, FIELDS do j[f] = j[f] or 0 end
+      for f = #j + 1, FIELDS do j[f] = 0 end -- the zeros encode_job left out (the fields are contiguous)
       if j[F_APART] == 0 then jobs_inline[id], jobs_inline_at[id] = raw, next_at end
     end
     jobs_meta[id] = j

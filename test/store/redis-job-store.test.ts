@@ -201,7 +201,7 @@ describe('Redis job store', () => {
     const [batch, twin] = ['batch', 'batchAllowOom'].map((name) => functions.find((f) => f.name === name)!);
     expect(source).toContain(`function_name = '${batch!.fn}', callback = entry, flags = {}`);
     expect(source).toContain(`function_name = '${batch!.fn}', callback = entry, flags = {}`
-      + ` }\n    redis.register_function{ function_name = '${twin!.fn}', callback = entry, flags = { 'allow-oom' } }`);
+      + ` }\n    register_function{ function_name = '${twin!.fn}', callback = entry, flags = { 'allow-oom' } }`);
   });
 
   it('reports a put into an out-of-memory Redis as a full store, and still applies the other ops of its batch', async () => {

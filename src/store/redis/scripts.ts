@@ -17,8 +17,10 @@
 // next call of the library starts: one call's worth of Lua memory.)
 //
 // Lua 5.1 allows 200 locals and 60 upvalues a function: each include is
-// written once per group of scripts that include the same files, and each
-// script's helpers in a block of its own (`do ... end`: a block, not a
+// written once per group of scripts that include the same files, in a
+// function of its own (run once, at load: its locals count apart from the
+// other groups'; its upvalues are the few locals of the library's top), and
+// each script's helpers in a block of its own (`do ... end`: a block, not a
 // function, so locals end with it and it has no upvalues of its own); an
 // entry's upvalues are only the names its call's code uses.
 //
@@ -211,22 +213,40 @@ function checkPerCallState(file: LuaFile, others: readonly string[]): void {
 
 // --- The library ----------------------------------------------------------
 
+/**
+ * The standard globals the scripts use, as locals of the library. In a Redis
+ * function every global is looked up in an empty table first, then through its
+ * metatable's __index (function_lua.c): several table lookups per use, on
+ * every `redis.call`, `tonumber` or `string.sub`. The loading code sees
+ * another set of globals (without them), so each entry binds them once a call.
+ */
+const STANDARD_GLOBALS = ['redis', 'string', 'math', 'table', 'tonumber', 'tostring', 'type', 'pairs', 'ipairs', 'unpack', 'cmsgpack', 'pcall'];
+const BIND_GLOBALS = [
+  `local ${STANDARD_GLOBALS.join(', ')}`,
+  'local function bind_globals()',
+  `  local G = _G`,
+  `  ${STANDARD_GLOBALS.join(', ')} = ${STANDARD_GLOBALS.map((g) => `G.${g}`).join(', ')}`,
+  'end',
+];
+
 const indent = (text: string, by: string) => text.replace(/^(?=.)/gm, by);
 
 function entry(script: Script): string {
   const begins = [...script.includes, script.file].filter((f) => beginBody(plainCode(f.text), f.name) !== null).map((f) => `begin_${f.name}()`);
   if (!script.variants.has('sections')) {
-    return ['local function entry(keys, args)', '  KEYS, ARGV = keys, args', ...indent(begins.join('\n'), '  ').split('\n'), indent(script.call.trim(), '  '), 'end'].join('\n');
+    return ['local function entry(keys, args)', '  bind_globals()', '  KEYS, ARGV = keys, args', ...indent(begins.join('\n'), '  ').split('\n'), indent(script.call.trim(), '  '), 'end'].join('\n');
   }
   return `local function call()
 ${indent(script.call.trim(), '  ')}
 end
 local function entry(keys, args)
+  bind_globals()
   KEYS, ARGV = keys, args
 ${indent(begins.join('\n'), '  ')}
   return call()
 end
 local function entry_sections(_, args)
+  bind_globals()
   local sections, at = {}, 2
   for s = 1, tonumber(args[1]) do
     local nk, na = tonumber(args[at + 1]), tonumber(args[at + 2])
@@ -294,17 +314,20 @@ export function buildLibrary(options: LoadOptions = {}): Library {
       for (const [name, flags, callback] of names) {
         registrations.push((version) => {
           const fn = `redstalk_${version}_${s.folder}_${name}`;
-          const lua = `redis.register_function{ function_name = '${fn}', callback = ${callback}, flags = {${flags.map((f) => ` '${f}'`).join(',')}${flags.length > 0 ? ' ' : ''}} }`;
+          const lua = `register_function{ function_name = '${fn}', callback = ${callback}, flags = {${flags.map((f) => ` '${f}'`).join(',')}${flags.length > 0 ? ' ' : ''}} }`;
           return { fn: { folder: s.folder, name, fn, flags, readOnly: flags.includes('no-writes') }, lua };
         });
       }
       parts.push(`do -- lua/${s.file.path}\n${indent(`${s.helpers.trim()}\n${entry(s)}\n@@register ${index} ${names.length}@@`.trim(), '  ')}\nend`);
     }
-    blocks.push(`do\n${indent(parts.join('\n\n'), '  ')}\nend`);
+    blocks.push(`;(function()\n${indent(parts.join('\n\n'), '  ')}\nend)()`);
   }
   const body = [
     '-- The call\'s keys and arguments, set by each function\'s entry before anything else.',
     'local KEYS, ARGV',
+    '-- Taken while the loading code\'s own `redis` is in sight (BIND_GLOBALS hides it).',
+    'local register_function = redis.register_function',
+    ...BIND_GLOBALS,
     ...blocks,
   ].join('\n\n');
   const version = createHash('sha1').update(body).update(JSON.stringify(registrations.map((r) => r('v').fn))).digest('hex').slice(0, 12);
