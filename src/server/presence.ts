@@ -216,8 +216,9 @@ export class Presence {
         if (m) tubes.add(m[1]!);
       }
       for (const t of tubes) await this.jobs.refTube(t, node, 'drop');
-      await this.jobs.forgetNode(node);
-      this.log.info({ node }, 'reaped a dead sidecar');
+      // Not yet where its lease is still live (beats reach shards at different times): it stays
+      // listed as dead, and the next beat's reaping comes back for what it holds there.
+      if (await this.jobs.forgetNode(node)) this.log.info({ node }, 'reaped a dead sidecar');
     }
   }
 }

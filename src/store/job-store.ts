@@ -99,7 +99,12 @@ export interface JobCalls {
   refTube(tube: string, node: string, delta: 1 | -1 | 'drop'): Promise<void>;
   /** Renews a sidecar's lease with its counters; true when it had none (first beat, or it lapsed). */
   heartbeat(node: string, ttlMs: number, snapshot: ReadonlyArray<string | number>): Promise<boolean>;
-  forgetNode(node: string): Promise<void>;
+  /**
+   * Forgets a sidecar whose lease lapsed (or that left); false while its lease
+   * is live in some part of the store (it beat again, or its last beats
+   * reached some shards only), so that it is asked again.
+   */
+  forgetNode(node: string): Promise<boolean>;
   /** Sidecars by whether their lease is current (judged on the store's clock). */
   nodes(): Promise<{ live: string[]; dead: string[] }>;
   /** Their counters snapshots: whole, or only these fields (a snapshot holds fields per tube too). */

@@ -318,8 +318,19 @@ export class ShardedJobStore implements JobStore {
     return fresh.some(Boolean);
   }
 
-  async forgetNode(node: string): Promise<void> {
-    await this.each((s) => s.forgetNode(node));
+  /**
+   * Shard 0, whose sidecar list every reaper reads (nodes()), forgets a
+   * sidecar last, once every other shard has: a sidecar's beats reach the
+   * shards of different Redis nodes at different times, so one killed
+   * mid-beat holds a lease in some shards a little longer than in shard 0.
+   * Those shards refuse to forget it (and to hand its jobs back) until it
+   * lapses there too; shard 0 keeps it listed as dead until then, so a
+   * reaper (any sidecar's) comes back for the jobs it holds there.
+   */
+  async forgetNode(node: string): Promise<boolean> {
+    let others: Array<Promise<boolean>> = [];
+    this.together(() => { others = this.shards.slice(1).map((s) => s.forgetNode(node)); });
+    return (await Promise.all(others)).every(Boolean) && this.shards[0]!.forgetNode(node);
   }
 
   nodes(): Promise<{ live: string[]; dead: string[] }> { return this.shards[0]!.nodes(); }

@@ -51,6 +51,33 @@ for (const [shards, joined] of [[1, false], [2, false], [2, true]] as const) {
 }
 
 describe('Redis job store', () => {
+  it('reaps a sidecar whose last beat reached some shards only in each once its lease lapsed there, listing it as dead until then', async () => {
+    const redis = new Redis(server.url);
+    const scripts = bindScripts(redis);
+    const layout = new Layout(uniquePrefix(), 2);
+    const shards = [0, 1].map((i) => new RedisJobStore(redis, scripts.jobs, layout.keys(i)));
+    const store = new ShardedJobStore(shards, layout.map, LIMITS, thrown, (send) => send());
+    const none = () => {};
+    const tube = ['t0', 't1', 't2', 't3', 't4', 't5'].find((t) => layout.map.ofTube(t) === 1)!;
+    await store.heartbeat('n1', 60_000, []);
+    const [id] = await shards[1]!.apply([jobOps.put(null, none, tube, 0, 0, 3600, Buffer.from('x'))]);
+    expect(await shards[1]!.apply([jobOps.reserve(null, none, 'n1:1', [tube], 1)])).toMatchObject([{ jobs: [{ id }] }]);
+    // n1 is killed mid-beat: its last beat reached shard 1 (a lease of 300 ms more there) and not shard 0.
+    await shards[0]!.heartbeat('n1', 0, []);
+    await shards[1]!.heartbeat('n1', 300, []);
+    // A reaper finds it dead in shard 0's list; shard 1 keeps its job while the lease is live there.
+    expect((await store.nodes()).dead).toContain('n1');
+    expect(await store.releaseHeldBy('n1:')).toBe(0);
+    expect(await store.forgetNode('n1')).toBe(false);
+    expect((await store.nodes()).dead, 'still listed, so that the next reaping comes back').toContain('n1');
+    await new Promise((r) => setTimeout(r, 350));
+    expect(await store.releaseHeldBy('n1:')).toBe(1);
+    expect(await store.forgetNode('n1')).toBe(true);
+    expect(await store.nodes()).toEqual({ live: [], dead: [] });
+    expect((await store.jobInfo(String(id)))?.state).toBe('ready');
+    redis.disconnect();
+  });
+
   it('keeps every job in exactly the sets of its state', async () => {
     const { redis, keys, store } = openStore();
     const none = () => {};

@@ -21,7 +21,7 @@ function fakeStore(deadFromBeat: number, failAt: number[] = [], beatsFailAt: (be
       return false;
     },
     refTube: async () => {},
-    forgetNode: async () => {},
+    forgetNode: async () => true,
     nodeSnapshots: async () => [],
     nodes: async () => {
       const beat = Math.round(Date.now() / BEAT_MS);
@@ -96,7 +96,7 @@ describe('presence: counter snapshots between beats', () => {
     let beats = 0;
     const store = {
       heartbeat: async () => { beats++; return false; },
-      refTube: async () => {}, forgetNode: async () => {}, nodeSnapshots: async () => [], releaseHeldBy: async () => 0,
+      refTube: async () => {}, forgetNode: async () => true, nodeSnapshots: async () => [], releaseHeldBy: async () => 0,
       nodes: async () => ({ live, dead: [] }),
     } as unknown as JobStore;
     const p = presence(store);

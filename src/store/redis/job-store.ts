@@ -367,8 +367,8 @@ export class RedisJobStore implements ShardStore {
     return { keys: [...this.keys.globals, this.keys.node(node)], args: [node, ttlMs, ...snapshot] };
   }
 
-  async forgetNode(node: string): Promise<void> {
-    await this.call('forgetNode', [...this.keys.globals, this.keys.node(node), this.keys.watchLists(node)], [node]);
+  async forgetNode(node: string): Promise<boolean> {
+    return (await this.call('forgetNode', [...this.keys.globals, this.keys.node(node), this.keys.watchLists(node)], [node])) === 1;
   }
 
   async recordHistory(sample: string, slotMs: number, keep: number): Promise<boolean> {
