@@ -87,6 +87,26 @@ describe('max-reserved', () => {
     }
   });
 
+  it('counts a job taken by reserve-job: not held back by the cap, but holding a slot whose freeing wakes a waiter', async () => {
+    const [A, B] = (await ctx.sidecars(2)) as [TestSidecar, TestSidecar];
+    const p = await ctx.dial(A);
+    await putJobs(p, 'capped-by-id', 3);
+    await p.cmd('tube-set capped-by-id max-reserved 1');
+    const holder = await watching(await ctx.dial(A), 'capped-by-id');
+    expect(await holder.cmd('reserve-with-timeout 0')).toBe('RESERVED 1 1\n0');
+    expect(await holder.cmd('reserve-job 2')).toBe('RESERVED 2 1\n1');
+    const waiter = await watching(await ctx.dial(B), 'capped-by-id');
+    waiter.send('reserve-with-timeout 10\r\n');
+    expect(await holder.cmd('delete 1')).toBe('DELETED');
+    // Still at the cap (job 2 holds the slot): the waiter looks again once a second. Half-way to
+    // its second look, job 2 goes: its freed slot wakes the waiter, well before that look.
+    expect(await waiter.silent(1500), 'still at the cap: job 2 holds the slot').toBe(true);
+    const t0 = Date.now();
+    expect(await holder.cmd('delete 2')).toBe('DELETED');
+    expect(await waiter.line(5000)).toBe('RESERVED 3 1');
+    expect(Date.now() - t0, 'woken by the freed slot, not by the look once a second').toBeLessThan(300);
+  });
+
   it('wakes waiting reserves when the cap is raised', async () => {
     const [A] = (await ctx.sidecars(1)) as [TestSidecar];
     const p = await ctx.dial(A);
@@ -156,6 +176,16 @@ describe('reserve-rate', () => {
     const waited = Date.now() - t0;
     expect(waited).toBeGreaterThanOrEqual(900);
     expect(waited).toBeLessThan(2000);
+  });
+
+  it('counts a reserve-job: it takes its job whatever the rate, and spends a token', async () => {
+    const [A] = (await ctx.sidecars(1)) as [TestSidecar];
+    const w = await watching(await ctx.dial(A), 'by-id');
+    await putJobs(w, 'by-id', 3);
+    expect(await w.cmd('tube-set by-id reserve-rate 1')).toBe('OK');
+    expect(await w.cmd('reserve-job 2')).toBe('RESERVED 2 1\n1');
+    expect(await w.cmd('reserve-with-timeout 0'), 'the second\'s token went to reserve-job').toBe('TIMED_OUT');
+    expect(await w.cmd('reserve-job 3')).toBe('RESERVED 3 1\n2');
   });
 
   it('counts every reserve, also of one job reserved again within the second', async () => {
