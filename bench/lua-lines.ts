@@ -14,11 +14,12 @@
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Layout } from '../src/store/layout.js';
-import { jobOps, type AnyJobOp, type OpResult, type Reservation } from '../src/store/ops.js';
+import { jobOps, type Reservation } from '../src/store/ops.js';
 import { RedisJobStore } from '../src/store/redis/job-store.js';
 import { bindScripts } from '../src/store/redis/functions.js';
 import { buildLibrary } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
+import { applyInCalls } from './fcall.js';
 
 const { values } = parseArgs({
   options: {
@@ -60,21 +61,13 @@ try {
   const store = new RedisJobStore(redis, bindScripts(redis).jobs, new Layout('bench').keys(0));
   const ignore = () => {};
   const body = Buffer.alloc(100, 'x');
-  const run = async (count: number, make: (i: number) => AnyJobOp): Promise<Array<OpResult | Error>> => {
-    const results: Array<OpResult | Error> = [];
-    for (let i = 0; i < count; i += batch) {
-      const ops: AnyJobOp[] = [];
-      for (let k = i; k < Math.min(count, i + batch); k++) ops.push(make(k));
-      results.push(...(await store.apply(ops)));
-    }
-    return results;
-  };
+  const run = async (count: number, make: Parameters<typeof applyInCalls>[4]) => (await applyInCalls(redis, store, count, batch, make)).results;
   await store.apply([jobOps.put(null, ignore, 'default', 1024, 0, 60, body)]); // the tube and the global keys
   await store.apply([jobOps.reserve(null, ignore, 'bench:0', ['default'], 1)]);
   await redis.call('FCALL', 'lua_lines', 0); // counts from here on
   await run(jobs, () => jobOps.put(null, ignore, 'default', 1024, 0, 60, body));
   const reserved = (await run(jobs, (i) => jobOps.reserve(null, ignore, `bench:${i % 50}`, ['default'], 1)))
-    .flatMap((r, i) => (typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs.map((j) => ({ id: j.id, owner: `bench:${i % 50}` })) : []));
+    .flatMap((r, i) => (r && typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs.map((j) => ({ id: j.id, owner: `bench:${i % 50}` })) : []));
   await run(reserved.length, (i) => jobOps.delete(null, ignore, reserved[i]!.owner, reserved[i]!.id, 'default'));
   const counts = ((await redis.call('FCALL', 'lua_lines', 0)) as string[]).map((s) => s.split(' ').map(Number) as [number, number]);
   counts.sort((a, b) => b[1] - a[1]);

@@ -12,13 +12,13 @@
 ]]
 --- @include "jobs"
 --- @include "limits"
-if not lease_allows(ARGV[1], now_ms()) then return redis.error_reply('ERR reserveJob: this sidecar\'s lease has lapsed') end
+local now = now_ms()
+if not lease_allows(ARGV[1], now) then return redis.error_reply('ERR reserveJob: this sidecar\'s lease has lapsed') end
 local id = ARGV[2]
 local j = load_job(id)
 if not j or j[F_STATE] == RESERVED then return { 0 } end
 local T = tubes_from(3)[1]
 leave_state(T, id, j)
-local now = now_ms()
 enter_reserved(T, id, j, now, ARGV[1])
 take_slot(T, id, j, now)
 save_job(id, j)

@@ -22,7 +22,7 @@ import { generateScenario, parseSeeds, shrinkScenario } from './random.js';
 import { comparisonTargets, hasRedstalkServer } from './targets.js';
 import { rankedIds } from '../helpers/topology.js';
 
-/** Seeds run in CI (about 75 s on a 2-core machine: ~0.18 s per seed). */
+/** Seeds run in CI (~0.18 s per seed on a 2-core machine). */
 const DEFAULT_SEEDS = '1-200';
 /** With several shards, steps name only jobs whose ids came back already (random.ts predictableIds). */
 const GEN = { predictableIds: !rankedIds };

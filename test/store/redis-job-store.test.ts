@@ -34,13 +34,13 @@ const thrown = (err: unknown) => { throw err; };
  * The whole data set over `shards` shards, each a Redis job store, batched as a
  * sidecar's; `joined`: a turn's batches of all shards in one call (NodeCalls).
  */
-function openSharded(shards: number, joined = false): { redis: Redis; store: ShardedJobStore } {
+function openSharded(shards: number, joined = false): { redis: Redis; layout: Layout; stores: RedisJobStore[]; store: ShardedJobStore } {
   const redis = new Redis(server.url);
   const scripts = bindScripts(redis);
   const layout = new Layout(uniquePrefix(), shards);
   const stores = Array.from({ length: shards }, (_, i) => new RedisJobStore(redis, scripts.jobs, layout.keys(i)));
   const groups = joined ? new NodeCalls(redis, stores, layout, scripts.jobs) : null;
-  return { redis, store: new ShardedJobStore(stores, layout.map, LIMITS, thrown, (send) => send(), groups) };
+  return { redis, layout, stores, store: new ShardedJobStore(stores, layout.map, LIMITS, thrown, (send) => send(), groups) };
 }
 
 for (const [shards, joined] of [[1, false], [2, false], [2, true]] as const) {
@@ -52,11 +52,7 @@ for (const [shards, joined] of [[1, false], [2, false], [2, true]] as const) {
 
 describe('Redis job store', () => {
   it('reaps a sidecar whose last beat reached some shards only in each once its lease lapsed there, listing it as dead until then', async () => {
-    const redis = new Redis(server.url);
-    const scripts = bindScripts(redis);
-    const layout = new Layout(uniquePrefix(), 2);
-    const shards = [0, 1].map((i) => new RedisJobStore(redis, scripts.jobs, layout.keys(i)));
-    const store = new ShardedJobStore(shards, layout.map, LIMITS, thrown, (send) => send());
+    const { redis, layout, stores: shards, store } = openSharded(2);
     const none = () => {};
     const tube = ['t0', 't1', 't2', 't3', 't4', 't5'].find((t) => layout.map.ofTube(t) === 1)!;
     await store.heartbeat('n1', 60_000, []);
