@@ -1,7 +1,7 @@
 // Shared by the Lua benchmarks (record.ts, full-calls.ts): Redis' own time in
 // FCALL, and ops applied in calls of a given size.
 import type { Redis } from 'ioredis';
-import type { AnyJobOp } from '../src/store/ops.js';
+import { jobOps, type AnyJobOp, type Reservation } from '../src/store/ops.js';
 import type { RedisJobStore } from '../src/store/redis/job-store.js';
 
 /** µs Redis has spent in FCALL and FCALL_RO so far (INFO commandstats). */
@@ -21,4 +21,26 @@ export async function applyInCalls(redis: Redis, store: RedisJobStore, count: nu
     results.push(...(await store.apply(ops)));
   }
   return { us: (await fcallUs(redis)) - before, results };
+}
+
+/**
+ * Calls shaped as the mixed scenario's: each carries `perCall` puts, each
+ * followed by the reserve it is handed to (one job, one tube, an owner each),
+ * and the deletes of the jobs the call before reserved.
+ */
+export async function mixedCalls(store: RedisJobStore, jobs: number, perCall: number, body: Buffer): Promise<void> {
+  const ignore = () => {};
+  let held: string[] = [];
+  for (let i = 0; i < jobs + perCall; i += perCall) {
+    const ops: AnyJobOp[] = held.map((id, k) => jobOps.delete(null, ignore, `bench:${k}`, id, 'default'));
+    const putting = Math.min(perCall, jobs - i);
+    for (let k = 0; k < putting; k++) {
+      ops.push(jobOps.put(null, ignore, 'default', 1024, 0, 60, body));
+      ops.push(jobOps.reserve(null, ignore, `bench:${k}`, ['default'], 1));
+    }
+    if (ops.length === 0) break;
+    const results = await store.apply(ops);
+    held = results.flatMap((r) => (r && typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs.map((j) => j.id) : []));
+    if (held.length !== Math.max(0, putting)) throw new Error(`reserved ${held.length} of the ${putting} jobs put`);
+  }
 }

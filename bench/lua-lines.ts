@@ -1,7 +1,9 @@
 // Where the batch function spends its Lua VM instructions, line by line:
-//   npx tsx bench/lua-lines.ts [--jobs 2000] [--batch 1] [--every 7] [--top 40]
+//   npx tsx bench/lua-lines.ts [--jobs 2000] [--batch 1] [--shape apart|mixed] [--every 7] [--top 40]
 // Puts --jobs jobs, reserves them and deletes them through the batch script, in
-// calls of --batch ops, with a count hook that notes the library line running
+// calls of --batch ops (--shape apart), or in calls shaped as the mixed
+// scenario's (--shape mixed: --batch puts, each followed by the reserve it is
+// handed to, and the deletes of the jobs the call before reserved), with a count hook that notes the library line running
 // every --every VM instructions. Instructions, unlike time, do not move with
 // the machine's noise: an A/B of a Lua change is two runs of this.
 // Redis' function engine deletes the `debug` library the hook needs, so the
@@ -19,12 +21,13 @@ import { RedisJobStore } from '../src/store/redis/job-store.js';
 import { bindScripts } from '../src/store/redis/functions.js';
 import { buildLibrary } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
-import { applyInCalls } from './fcall.js';
+import { applyInCalls, mixedCalls } from './fcall.js';
 
 const { values } = parseArgs({
   options: {
     jobs: { type: 'string', default: '2000' },
     batch: { type: 'string', default: '1' },
+    shape: { type: 'string', default: 'apart' },
     every: { type: 'string', default: '7' },
     top: { type: 'string', default: '40' },
   },
@@ -65,16 +68,19 @@ try {
   await store.apply([jobOps.put(null, ignore, 'default', 1024, 0, 60, body)]); // the tube and the global keys
   await store.apply([jobOps.reserve(null, ignore, 'bench:0', ['default'], 1)]);
   await redis.call('FCALL', 'lua_lines', 0); // counts from here on
-  await run(jobs, () => jobOps.put(null, ignore, 'default', 1024, 0, 60, body));
-  const reserved = (await run(jobs, (i) => jobOps.reserve(null, ignore, `bench:${i % 50}`, ['default'], 1)))
-    .flatMap((r, i) => (r && typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs.map((j) => ({ id: j.id, owner: `bench:${i % 50}` })) : []));
-  await run(reserved.length, (i) => jobOps.delete(null, ignore, reserved[i]!.owner, reserved[i]!.id, 'default'));
+  if (values.shape === 'mixed') await mixedCalls(store, jobs, batch, body);
+  else {
+    await run(jobs, () => jobOps.put(null, ignore, 'default', 1024, 0, 60, body));
+    const reserved = (await run(jobs, (i) => jobOps.reserve(null, ignore, `bench:${i % 50}`, ['default'], 1)))
+      .flatMap((r, i) => (r && typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs.map((j) => ({ id: j.id, owner: `bench:${i % 50}` })) : []));
+    await run(reserved.length, (i) => jobOps.delete(null, ignore, reserved[i]!.owner, reserved[i]!.id, 'default'));
+  }
   const counts = ((await redis.call('FCALL', 'lua_lines', 0)) as string[]).map((s) => s.split(' ').map(Number) as [number, number]);
   counts.sort((a, b) => b[1] - a[1]);
   const total = counts.reduce((sum, [, n]) => sum + n, 0);
   const lines = source.split('\n');
   const every = Number(values.every);
-  console.log(`${jobs} jobs put, reserved and deleted in calls of ${batch}: ~${Math.round(total * every / jobs)} Lua VM instructions per job`
+  console.log(`${jobs} jobs put, reserved and deleted in calls of ${batch}${values.shape === 'mixed' ? ' jobs (mixed)' : ''}: ~${Math.round(total * every / jobs)} Lua VM instructions per job`
     + ` (${total} samples, one every ${every} instructions)`);
   for (const [line, n] of counts.slice(0, Number(values.top))) {
     console.log(`${(100 * n / total).toFixed(1).padStart(5)}%  ${String(line).padStart(5)}  ${(lines[line - 1] ?? '?').trim().slice(0, 100)}`);

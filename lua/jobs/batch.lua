@@ -52,7 +52,9 @@
   releases, buries and touches name; puts' ZADDs queued until a reserve (or a
   delete of such a job) reads those zsets, then one ZADD per zset; a reserve
   over one tube pops with ZPOPMIN, and the lone reserves of a tube (one job
-  each, one per connection) pop together (lone_reserve); job records,
+  each, one per connection) pop together (lone_reserve); a put handed to the
+  reserve right after it (a sidecar's waiting consumer) skips the ready set
+  when that reserve takes it (put_handed_over); job records,
   reservations and each tube's reserved count written once at the end
   (includes/jobs.lua write_back).
   Also registered as batchAllowOom (flags=allow-oom): Redis out of memory
@@ -111,9 +113,10 @@ end
 -- Jobs put by this call whose zset members may still be queued.
 local put_here
 
--- put-with's fields: a key ('-': none), expiry s (0: never) and what it does (bury 1).
+-- A new job of tube ti, put-with's fields a key ('-': none), expiry s (0:
+-- never) and what it does (bury 1): its id and metadata, not in a state yet.
 -- A put-with of a key the tube holds stores nothing: {id of its job} (DUPLICATE).
-local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
+local function new_job(ti, pri, delay, ttr, body, key, expire, bury)
   local T = Ts[ti]
   T.num = T.num or ensure_tube(T)
   local id = next_id()
@@ -132,10 +135,16 @@ local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
     j[F_EXPIRES], j[F_EXPIRY_BURY] = now + expire * 1000, bury
     redis.call('ZADD', tag_key('expiring'), j[F_EXPIRES], member(id) .. T.name)
   end
-  wait_or_ready(ti, id, j, delay, run, true, true)
   add_job(id, j, body)
-  put_here[id] = true
   inserted[ti] = inserted[ti] + 1
+  return id, j
+end
+
+local function put(ti, pri, delay, run, ttr, body, key, expire, bury)
+  local id, j = new_job(ti, pri, delay, ttr, body, key, expire, bury)
+  if not j then return id end
+  wait_or_ready(ti, id, j, delay, run, true, true)
+  put_here[id] = true
   return id
 end
 
@@ -553,6 +562,36 @@ local function lone_reserve(a, at, results)
   return results[at] or false
 end
 
+-- A put followed by a reserve of one job from its tube alone ('v' owner 1 1
+-- t): how this sidecar hands a put to a consumer waiting on the tube
+-- (src/server/waiters.ts). When the new job is what that reserve takes (ready
+-- at once, the tube may hand out a job, nothing as urgent is ready there), it
+-- goes straight to reserved: no ZADD into the ready set and ZPOPMIN out of it,
+-- no wait among the lone reserves. Returns the put's and the reserve's
+-- results, or nil: then each runs as an op of its own.
+local function put_handed_over(a)
+  local b = a + 1 + OP_FIELDS.p
+  if ARGV[b] ~= 'v' or ARGV[b + 2] ~= '1' or ARGV[b + 3] ~= '1' or ARGV[b + 4] ~= ARGV[a + 1] then return nil end
+  local ti, pri, delay, run = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local owner, T = ARGV[b + 1], Ts[ti]
+  if delay * 1000 > run or not lease_allows(owner, now) then return nil end
+  local tubes = { T }
+  write_queued_adds()
+  tidy(tubes)
+  if slots(T, now) == 0 then return nil end
+  -- Any job ready there was put before this one: it goes first at the same priority.
+  local top = redis.call('ZRANGE', T.ready, 0, 0, 'WITHSCORES')
+  if top[1] and tonumber(top[2]) <= pri then return nil end
+  local body = ARGV[a + 6]
+  local id, j = new_job(ti, pri, delay, tonumber(ARGV[a + 5]), body)
+  local waited = waited_ms(j, now)
+  enter_reserved(T, id, j, now, owner)
+  take_slot(T, id, j, now)
+  local taken = { id, j[F_TTR], body, T.name, waited, 0 }
+  tell_later(taken, tubes)
+  return id, taken
+end
+
 -- This call's state (see the top); the entry calls it after begin_jobs.
 local function begin_batch()
   created = now_ms_exact()
@@ -615,7 +654,13 @@ while a <= #ARGV do
   elseif RESERVES[op] and not lease_allows(ARGV[a + 1], now) then
     r = -3
   elseif op == 'p' then
-    r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 6])
+    local id, taken = put_handed_over(a)
+    if id then -- the reserve after it is answered too: its result goes in its own place
+      results[at], r = id, taken
+      a, at = a + op_length(a), at + 1
+    else
+      r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), ARGV[a + 6])
+    end
   elseif op == 'q' then
     r = put(tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]),
       ARGV[a + 9], ARGV[a + 6], tonumber(ARGV[a + 7]), tonumber(ARGV[a + 8]))

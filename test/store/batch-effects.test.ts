@@ -155,6 +155,89 @@ describe('batch: ops of one call on the same job', () => {
     redis.disconnect();
   });
 
+  it('hands a put to the lone reserve of its tube that follows it, straight to reserved, only when that reserve would take it', async () => {
+    // Each case: what the two stores hold first, then [put, reserve] (how a sidecar hands a put to
+    // a waiting consumer) in one call on one store, as two calls on the other.
+    const zpopmins = async (redis: Redis) => Number(/cmdstat_zpopmin:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+    const said = (r: unknown) => (typeof r === 'object' && r !== null && 'jobs' in r
+      ? (r as Reservation).jobs.map((j) => `${j.id}:${j.tube}:${j.body.toString()}:${j.ttr}`).join(' ')
+      : r instanceof Error ? r.message : typeof r === 'number' ? (r < 0 ? r : 'wait') : r);
+    type Setup = (store: RedisJobStore) => Promise<unknown>;
+    const cases: Array<{ name: string; setup: Setup; pri?: number; delay?: number; owner?: string; handed: boolean }> = [
+      { name: 'an empty tube', setup: async () => {}, handed: true },
+      { name: 'a less urgent job ready', setup: (s) => s.apply([jobOps.put(null, none, 't', 20, 0, 60, body('old'))]), handed: true },
+      { name: 'as urgent a job ready (put first: it goes first)', setup: (s) => s.apply([jobOps.put(null, none, 't', 10, 0, 60, body('old'))]), handed: false },
+      { name: 'a more urgent job ready', setup: (s) => s.apply([jobOps.put(null, none, 't', 5, 0, 60, body('old'))]), handed: false },
+      { name: 'a more urgent job due from its delay', setup: async (s) => {
+        await s.apply([jobOps.put(null, none, 't', 5, 1, 60, body('due'))]);
+        await new Promise((r) => setTimeout(r, 1100));
+      }, handed: false },
+      { name: 'a more urgent reservation past its TTR', setup: async (s) => {
+        await s.apply([jobOps.put(null, none, 't', 5, 0, 1, body('late'))]);
+        await s.apply([jobOps.reserve(null, none, 'other', ['t'], 1)]);
+        await new Promise((r) => setTimeout(r, 1100));
+      }, handed: false },
+      { name: 'a paused tube', setup: async (s) => {
+        await s.apply([jobOps.put(null, none, 't', 20, 0, 60, body('old'))]);
+        expect(await s.pauseTube('t', 60)).toBe(true);
+      }, handed: false },
+      { name: 'a tube at its max-reserved', setup: async (s) => {
+        await s.tubeSet('t', 'max-reserved', 1);
+        await s.apply([jobOps.put(null, none, 't', 10, 0, 60, body('held'))]);
+        await s.apply([jobOps.reserve(null, none, 'other', ['t'], 1)]);
+      }, handed: false },
+      { name: 'a tube below its max-reserved', setup: (s) => s.tubeSet('t', 'max-reserved', 2), handed: true },
+      { name: 'a put with a delay', setup: async () => {}, delay: 60, handed: false },
+      { name: 'a reserve of a sidecar without a lease', setup: (s) => s.heartbeat('gone', 0, []), owner: 'gone:1', handed: false },
+    ];
+    for (const c of cases) {
+      const together = openStore();
+      const apart = openStore();
+      await c.setup(together.store);
+      await c.setup(apart.store);
+      const ops = () => [jobOps.put(null, none, 't', c.pri ?? 10, c.delay ?? 0, 60, body('new')), jobOps.reserve(null, none, c.owner ?? 'o:1', ['t'], 1)];
+      const before = await zpopmins(together.redis);
+      const one = await together.store.apply(ops());
+      const popped = (await zpopmins(together.redis)) - before;
+      const two = [];
+      for (const op of ops()) two.push(...(await apart.store.apply([op])));
+      expect(one.map(said), c.name).toEqual(two.map(said));
+      // Handed over, the new job never entered the ready set: nothing popped out of it.
+      if (c.handed) expect(popped, c.name).toBe(0);
+      const newId = one[0] as string;
+      expect((await together.store.jobInfo(newId))?.state, c.name).toBe((await apart.store.jobInfo(newId))?.state);
+      expect((await together.store.jobInfo(newId))?.state, c.name).toBe(c.handed ? 'reserved' : c.delay ? 'delayed' : 'ready');
+      const counts = async (store: RedisJobStore) => {
+        const { tubes, ...rest } = await store.tubeCounts(['t']);
+        return { ...rest, t: { ...tubes.get('t')!, pauseLeftUs: 0 } }; // (the time a pause has left moves on)
+      };
+      expect(await counts(together.store), c.name).toEqual(await counts(apart.store));
+      expect(await together.store.totals(), c.name).toEqual(await apart.store.totals());
+      await expectCountersExact(together.redis, together.keys, together.store);
+      together.redis.disconnect();
+      apart.redis.disconnect();
+    }
+  });
+
+  it('deletes, releases, buries and touches a job handed over earlier in the same call', async () => {
+    const { redis, keys, store } = openStore();
+    const results = await store.apply([
+      jobOps.put(null, none, 't', 10, 0, 60, body('a')), jobOps.reserve(null, none, 'o:1', ['t'], 1),
+      jobOps.put(null, none, 't', 10, 0, 60, body('b')), jobOps.reserve(null, none, 'o:2', ['t'], 1),
+      jobOps.put(null, none, 't', 10, 0, 60, body('c')), jobOps.reserve(null, none, 'o:3', ['t'], 1),
+      jobOps.delete(null, none, 'o:1', '1', 't'), jobOps.release(null, none, 'o:2', '2', 't', 7, 0), jobOps.bury(null, none, 'o:3', '3', 't', 9),
+    ]);
+    expect(results.slice(6)).toEqual([true, true, true]);
+    expect([results[1], results[3], results[5]].map((r) => (r as Reservation).jobs.map((j) => j.id))).toEqual([['1'], ['2'], ['3']]);
+    expect(await store.jobInfo('1')).toBeNull();
+    expect(await store.jobInfo('2')).toMatchObject({ state: 'ready', pri: 7, reserves: 1, releases: 1 });
+    expect(await store.jobInfo('3')).toMatchObject({ state: 'buried', pri: 9, reserves: 1, buries: 1 });
+    expect(await redis.hexists(keys.globals[0]!, '1')).toBe(0); // the jobs hash
+    expect(await redis.zcard(keys.reserved)).toBe(0);
+    await expectCountersExact(redis, keys, store);
+    redis.disconnect();
+  });
+
   it('deletes, releases, buries and touches a job reserved earlier in the same call', async () => {
     const { redis, keys, store } = openStore();
     await store.apply([0, 1, 2, 3].map(() => jobOps.put(null, none, 't', 10, 0, 60, body())));
@@ -235,7 +318,7 @@ describe('batch: ops of one call on the same job', () => {
     redis.disconnect();
   });
 
-  it('serves the lone reserves of a tube in one call together, each op seeing what it would in order (200 random calls against one op per call)', async () => {
+  it('serves the lone reserves of a tube in one call together, and a put handed to the reserve after it, each op seeing what it would in order (200 random calls against one op per call)', async () => {
     const batched = openStore();
     const serial = openStore();
     // (Both stores share one Redis: its ZPOPMINs are counted around the batched calls only.)
@@ -261,8 +344,16 @@ describe('batch: ops of one call on the same job', () => {
         const pick = heldIds.length > 0 && rand(3) > 0 ? heldIds[rand(heldIds.length)]! : String(1 + rand(nextId));
         const h = held.get(pick);
         const by = h?.owner ?? free[rand(Math.max(1, free.length))] ?? 'o1';
-        if (r < 3) ops.push(jobOps.put(null, none, tube, rand(3) * 500, 0, 60, body(`j${call}.${k}`)));
-        else if (r < 8 && free.length > 0) {
+        if (r < 3) {
+          ops.push(jobOps.put(null, none, tube, rand(3) * 500, 0, 60, body(`j${call}.${k}`)));
+          // Half of them handed to a waiting consumer, as a sidecar sends it: its reserve right after.
+          if (rand(2) === 0 && free.length > 0) {
+            const owner = free[rand(free.length)]!;
+            busy.add(owner);
+            lone++;
+            ops.push(jobOps.reserve(null, none, owner, [tube], 1));
+          }
+        } else if (r < 8 && free.length > 0) {
           const owner = free[rand(free.length)]!;
           busy.add(owner);
           lone++;

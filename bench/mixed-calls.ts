@@ -1,0 +1,52 @@
+// Redis CPU per job in calls shaped like the mixed scenario's (fcall.ts
+// mixedCalls: m puts a call, each followed by the reserve it is handed to, and
+// the deletes of the jobs the call before reserved), this checkout's lua/
+// against another's (--baseline-lua, e.g. the lua/ of `git archive <commit>
+// lua | tar x -C /tmp/base`). A private redis-server (no persistence); Redis'
+// own time in FCALL (INFO commandstats); rounds interleaved, the median printed.
+//   npx tsx bench/mixed-calls.ts --baseline-lua DIR [--jobs 30000] [--per-call 1,6,20] [--rounds 5]
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { Layout } from '../src/store/layout.js';
+import { RedisJobStore } from '../src/store/redis/job-store.js';
+import { bindScripts } from '../src/store/redis/functions.js';
+import { luaDir } from '../src/store/redis/scripts.js';
+import { startRedis } from '../test/helpers/redis.js';
+import { fcallUs, mixedCalls } from './fcall.js';
+
+const { values } = parseArgs({ options: {
+  'baseline-lua': { type: 'string' }, jobs: { type: 'string', default: '30000' }, 'per-call': { type: 'string', default: '1,6,20' }, rounds: { type: 'string', default: '5' },
+} });
+const jobs = Number(values.jobs);
+const sizes = values['per-call']!.split(',').map(Number);
+const rounds = Number(values.rounds);
+const LIBRARIES: Record<string, string> = { new: luaDir() };
+if (values['baseline-lua']) LIBRARIES.baseline = values['baseline-lua'];
+
+const server = await startRedis();
+const redis = new Redis(server.url);
+const body = Buffer.alloc(100, 'x');
+
+async function mixed(which: string, m: number, round: number): Promise<number> {
+  const store = new RedisJobStore(redis, bindScripts(redis, { dir: LIBRARIES[which] }).jobs, new Layout(`mixed-${which}-${round}`).keys(0));
+  const before = await fcallUs(redis);
+  await mixedCalls(store, jobs, m, body);
+  const us = (await fcallUs(redis)) - before;
+  await redis.flushall();
+  return us / jobs;
+}
+
+const results: Record<string, number[]> = {};
+for (let round = 0; round < rounds; round++) {
+  for (const m of sizes) for (const which of Object.keys(LIBRARIES)) (results[`${which} ${m}`] ??= []).push(await mixed(which, m, round));
+  process.stderr.write(`round ${round + 1} of ${rounds}\n`);
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+console.log(`Redis CPU µs per job in FCALL, mixed-shaped calls (median of ${rounds} rounds, ${jobs} jobs)`);
+for (const m of sizes) {
+  const row = Object.keys(LIBRARIES).map((w) => `${w} ${median(results[`${w} ${m}`]!).toFixed(2)}`);
+  const ratio = LIBRARIES.baseline ? ` (${(median(results[`new ${m}`]!) / median(results[`baseline ${m}`]!)).toFixed(2)}x)` : '';
+  console.log(`${m} jobs a call: ${row.join(', ')}${ratio}`);
+}
+redis.disconnect();
+await server.stop();
