@@ -24,23 +24,40 @@ export async function applyInCalls(redis: Redis, store: RedisJobStore, count: nu
 }
 
 /**
- * Calls shaped as the mixed scenario's: each carries `perCall` puts, each
- * followed by the reserve it is handed to (one job, one tube, an owner each),
- * and the deletes of the jobs the call before reserved.
+ * How the mixed scenario's calls look (bench/README.md, "A put handed over skips the ready set"):
+ * - handed: each put followed by the reserve it is handed to (a consumer waiting on an empty tube),
+ *   then the deletes of the jobs the call before reserved;
+ * - ready (what the scenario's calls are): jobs stay ready (a backlog of `perCall`), and a call is
+ *   half its lone reserves, then put and delete pairs, then the other half (`v v p d p d v v`).
  */
-export async function mixedCalls(store: RedisJobStore, jobs: number, perCall: number, body: Buffer): Promise<void> {
+export type MixedShape = 'handed' | 'ready';
+
+/** Calls of `perCall` puts, reserves (one job, one tube, an owner each) and deletes, shaped as `shape` says. */
+export async function mixedCalls(store: RedisJobStore, jobs: number, perCall: number, body: Buffer, shape: MixedShape = 'handed'): Promise<void> {
   const ignore = () => {};
+  const put = () => jobOps.put(null, ignore, 'default', 1024, 0, 60, body);
+  const reserve = (k: number) => jobOps.reserve(null, ignore, `bench:${k}`, ['default'], 1);
   let held: string[] = [];
+  if (shape === 'ready') await store.apply(Array.from({ length: perCall }, put));
   for (let i = 0; i < jobs + perCall; i += perCall) {
-    const ops: AnyJobOp[] = held.map((id, k) => jobOps.delete(null, ignore, `bench:${k}`, id, 'default'));
+    const deletes = held.map((id, k) => jobOps.delete(null, ignore, `bench:${k}`, id, 'default'));
     const putting = Math.min(perCall, jobs - i);
-    for (let k = 0; k < putting; k++) {
-      ops.push(jobOps.put(null, ignore, 'default', 1024, 0, 60, body));
-      ops.push(jobOps.reserve(null, ignore, `bench:${k}`, ['default'], 1));
+    const ops: AnyJobOp[] = [];
+    if (shape === 'handed') {
+      ops.push(...deletes);
+      for (let k = 0; k < putting; k++) ops.push(put(), reserve(k));
+    } else {
+      const half = Math.floor(putting / 2);
+      for (let k = 0; k < half; k++) ops.push(reserve(k));
+      for (let k = 0; k < Math.max(putting, deletes.length); k++) {
+        if (k < putting) ops.push(put());
+        if (k < deletes.length) ops.push(deletes[k]!);
+      }
+      for (let k = half; k < putting; k++) ops.push(reserve(k));
     }
     if (ops.length === 0) break;
     const results = await store.apply(ops);
     held = results.flatMap((r) => (r && typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs.map((j) => j.id) : []));
-    if (held.length !== Math.max(0, putting)) throw new Error(`reserved ${held.length} of the ${putting} jobs put`);
+    if (held.length !== Math.max(0, putting)) throw new Error(`reserved ${held.length} of the ${putting} jobs wanted`);
   }
 }

@@ -1,9 +1,8 @@
 // Where the batch function spends its Lua VM instructions, line by line:
-//   npx tsx bench/lua-lines.ts [--jobs 2000] [--batch 1] [--shape apart|mixed] [--every 7] [--top 40]
+//   npx tsx bench/lua-lines.ts [--jobs 2000] [--batch 1] [--shape apart|handed|ready] [--every 7] [--top 40]
 // Puts --jobs jobs, reserves them and deletes them through the batch script, in
-// calls of --batch ops (--shape apart), or in calls shaped as the mixed
-// scenario's (--shape mixed: --batch puts, each followed by the reserve it is
-// handed to, and the deletes of the jobs the call before reserved), with a count hook that notes the library line running
+// calls of --batch ops (--shape apart), or in calls of --batch jobs shaped as
+// the mixed scenario's (--shape handed or ready: fcall.ts mixedCalls), with a count hook that notes the library line running
 // every --every VM instructions. Instructions, unlike time, do not move with
 // the machine's noise: an A/B of a Lua change is two runs of this.
 // Redis' function engine deletes the `debug` library the hook needs, so the
@@ -21,7 +20,7 @@ import { RedisJobStore } from '../src/store/redis/job-store.js';
 import { bindScripts } from '../src/store/redis/functions.js';
 import { buildLibrary } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
-import { applyInCalls, mixedCalls } from './fcall.js';
+import { applyInCalls, mixedCalls, type MixedShape } from './fcall.js';
 
 const { values } = parseArgs({
   options: {
@@ -68,7 +67,7 @@ try {
   await store.apply([jobOps.put(null, ignore, 'default', 1024, 0, 60, body)]); // the tube and the global keys
   await store.apply([jobOps.reserve(null, ignore, 'bench:0', ['default'], 1)]);
   await redis.call('FCALL', 'lua_lines', 0); // counts from here on
-  if (values.shape === 'mixed') await mixedCalls(store, jobs, batch, body);
+  if (values.shape !== 'apart') await mixedCalls(store, jobs, batch, body, values.shape as MixedShape);
   else {
     await run(jobs, () => jobOps.put(null, ignore, 'default', 1024, 0, 60, body));
     const reserved = (await run(jobs, (i) => jobOps.reserve(null, ignore, `bench:${i % 50}`, ['default'], 1)))
@@ -80,7 +79,7 @@ try {
   const total = counts.reduce((sum, [, n]) => sum + n, 0);
   const lines = source.split('\n');
   const every = Number(values.every);
-  console.log(`${jobs} jobs put, reserved and deleted in calls of ${batch}${values.shape === 'mixed' ? ' jobs (mixed)' : ''}: ~${Math.round(total * every / jobs)} Lua VM instructions per job`
+  console.log(`${jobs} jobs put, reserved and deleted in calls of ${batch}${values.shape !== 'apart' ? ` jobs (${values.shape})` : ''}: ~${Math.round(total * every / jobs)} Lua VM instructions per job`
     + ` (${total} samples, one every ${every} instructions)`);
   for (const [line, n] of counts.slice(0, Number(values.top))) {
     console.log(`${(100 * n / total).toFixed(1).padStart(5)}%  ${String(line).padStart(5)}  ${(lines[line - 1] ?? '?').trim().slice(0, 100)}`);

@@ -1,10 +1,9 @@
 // Redis CPU per job in calls shaped like the mixed scenario's (fcall.ts
-// mixedCalls: m puts a call, each followed by the reserve it is handed to, and
-// the deletes of the jobs the call before reserved), this checkout's lua/
+// mixedCalls: m puts, reserves and deletes a call, as --shape says), this checkout's lua/
 // against another's (--baseline-lua, e.g. the lua/ of `git archive <commit>
 // lua | tar x -C /tmp/base`). A private redis-server (no persistence); Redis'
 // own time in FCALL (INFO commandstats); rounds interleaved, the median printed.
-//   npx tsx bench/mixed-calls.ts --baseline-lua DIR [--jobs 30000] [--per-call 1,6,20] [--rounds 5]
+//   npx tsx bench/mixed-calls.ts --baseline-lua DIR [--shape handed|ready] [--jobs 30000] [--per-call 1,6,20] [--rounds 5]
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { Layout } from '../src/store/layout.js';
@@ -12,10 +11,10 @@ import { RedisJobStore } from '../src/store/redis/job-store.js';
 import { bindScripts } from '../src/store/redis/functions.js';
 import { luaDir } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
-import { fcallUs, mixedCalls } from './fcall.js';
+import { fcallUs, mixedCalls, type MixedShape } from './fcall.js';
 
 const { values } = parseArgs({ options: {
-  'baseline-lua': { type: 'string' }, jobs: { type: 'string', default: '30000' }, 'per-call': { type: 'string', default: '1,6,20' }, rounds: { type: 'string', default: '5' },
+  'baseline-lua': { type: 'string' }, shape: { type: 'string', default: 'handed' }, jobs: { type: 'string', default: '30000' }, 'per-call': { type: 'string', default: '1,6,20' }, rounds: { type: 'string', default: '5' },
 } });
 const jobs = Number(values.jobs);
 const sizes = values['per-call']!.split(',').map(Number);
@@ -30,7 +29,7 @@ const body = Buffer.alloc(100, 'x');
 async function mixed(which: string, m: number, round: number): Promise<number> {
   const store = new RedisJobStore(redis, bindScripts(redis, { dir: LIBRARIES[which] }).jobs, new Layout(`mixed-${which}-${round}`).keys(0));
   const before = await fcallUs(redis);
-  await mixedCalls(store, jobs, m, body);
+  await mixedCalls(store, jobs, m, body, values.shape as MixedShape);
   const us = (await fcallUs(redis)) - before;
   await redis.flushall();
   return us / jobs;
@@ -42,7 +41,7 @@ for (let round = 0; round < rounds; round++) {
   process.stderr.write(`round ${round + 1} of ${rounds}\n`);
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`Redis CPU µs per job in FCALL, mixed-shaped calls (median of ${rounds} rounds, ${jobs} jobs)`);
+console.log(`Redis CPU µs per job in FCALL, mixed-shaped calls (${values.shape}; median of ${rounds} rounds, ${jobs} jobs)`);
 for (const m of sizes) {
   const row = Object.keys(LIBRARIES).map((w) => `${w} ${median(results[`${w} ${m}`]!).toFixed(2)}`);
   const ratio = LIBRARIES.baseline ? ` (${(median(results[`new ${m}`]!) / median(results[`baseline ${m}`]!)).toFixed(2)}x)` : '';
