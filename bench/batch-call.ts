@@ -13,6 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { freePort, loopback, waitUntilAccepting } from '../src/cli/ports.js';
+import { median } from './stats.js';
 
 const { values } = parseArgs({ options: {
   baseline: { type: 'string' }, rounds: { type: 'string', default: '5' }, calls: { type: 'string', default: '20000' },
@@ -65,7 +66,6 @@ try {
       usec.set(name, [...(usec.get(name) ?? []), Number(m[2]) / Number(m[1])]);
     }
   }
-  const median = (v: number[]) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)]!;
   process.stdout.write(`Redis µs per call (INFO commandstats), median of ${values.rounds} interleaved rounds of ${values.calls} calls:\n`);
   for (const [name, v] of usec) process.stdout.write(`  ${name.padEnd(36)} ${median(v).toFixed(2).padStart(6)}   (${v.map((x) => x.toFixed(1)).join(' ')})\n`);
 } finally {

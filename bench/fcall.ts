@@ -1,5 +1,6 @@
-// Shared by the Lua benchmarks (record.ts, full-calls.ts): Redis' own time in
-// FCALL, and ops applied in calls of a given size.
+// Shared by the Lua benchmarks (record.ts, full-calls.ts, mixed-calls.ts,
+// lua-lines.ts): Redis' own time in FCALL, and ops applied in calls of a given
+// size or shaped as the mixed scenario's.
 import type { Redis } from 'ioredis';
 import { jobOps, type AnyJobOp, type Reservation } from '../src/store/ops.js';
 import type { RedisJobStore } from '../src/store/redis/job-store.js';
@@ -41,7 +42,7 @@ export async function mixedCalls(store: RedisJobStore, jobs: number, perCall: nu
   if (shape === 'ready') await store.apply(Array.from({ length: perCall }, put));
   for (let i = 0; i < jobs + perCall; i += perCall) {
     const deletes = held.map((id, k) => jobOps.delete(null, ignore, `bench:${k}`, id, 'default'));
-    const putting = Math.min(perCall, jobs - i);
+    const putting = Math.max(0, Math.min(perCall, jobs - i)); // the last call only deletes
     const ops: AnyJobOp[] = [];
     if (shape === 'handed') {
       ops.push(...deletes);
@@ -58,6 +59,6 @@ export async function mixedCalls(store: RedisJobStore, jobs: number, perCall: nu
     if (ops.length === 0) break;
     const results = await store.apply(ops);
     held = results.flatMap((r) => (r && typeof r === 'object' && 'jobs' in r ? (r as Reservation).jobs.map((j) => j.id) : []));
-    if (held.length !== Math.max(0, putting)) throw new Error(`reserved ${held.length} of the ${putting} jobs wanted`);
+    if (held.length !== putting) throw new Error(`reserved ${held.length} of the ${putting} jobs wanted`);
   }
 }

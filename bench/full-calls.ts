@@ -15,6 +15,7 @@ import { bindScripts } from '../src/store/redis/functions.js';
 import { luaDir } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { applyInCalls } from './fcall.js';
+import { median } from './stats.js';
 
 const { values } = parseArgs({ options: {
   baseline: { type: 'string' }, jobs: { type: 'string', default: '60000' }, batch: { type: 'string', default: '300' }, rounds: { type: 'string', default: '5' },
@@ -50,7 +51,6 @@ for (let round = 0; round < rounds; round++) {
   for (const which of Object.keys(LIBRARIES) as Which[]) results[which].push(await lifeOfJobs(which, round));
   process.stderr.write(`round ${round + 1} of ${rounds}\n`);
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`Redis CPU µs per job in FCALL (median of ${rounds} rounds, ${jobs} jobs, calls of ${batch} ops)`);
 console.log(['library', ...STEPS, 'put + reserve + delete'].join(' | '));
 const row = (which: Which) => STEPS.map((s) => median(results[which].map((r) => r[s])));

@@ -18,6 +18,7 @@ import { bindScripts } from '../src/store/redis/functions.js';
 import { luaDir } from '../src/store/redis/scripts.js';
 import { startRedis } from '../test/helpers/redis.js';
 import { applyInCalls } from './fcall.js';
+import { median } from './stats.js';
 
 const { values } = parseArgs({
   options: {
@@ -92,7 +93,6 @@ for (let round = 0; round < rounds; round++) {
   process.stderr.write(`round ${round + 1} of ${rounds}\n`);
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const cols = ['put', 'reserve', 'release', 'delete'] as const;
 console.log(`Redis CPU µs per job in FCALL (median of ${rounds} rounds, ${jobs} jobs, calls of ${batch}), memory per queued job`);
 console.log(['body', 'layout', ...cols, 'life (put+2 reserves+release+delete)', 'bytes/job'].join(' | '));

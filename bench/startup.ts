@@ -14,6 +14,7 @@ import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../src/cli/ports.js';
+import { median } from './stats.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const CLI = path.join(ROOT, 'dist/cli.js');
@@ -57,7 +58,6 @@ async function timeStart(binary: string, args: (port: number) => string[]): Prom
 /** Listens on argv[1] and answers any input with one line. */
 const NODE_FLOOR = "require('net').createServer((s) => s.on('data', () => s.write('USING default\\r\\n'))).listen(+process.argv[1], '127.0.0.1')";
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   if (!existsSync(CLI)) throw new Error('dist/cli.js is missing: npm run build first');

@@ -94,3 +94,8 @@ export function formatNumber(n: number): string {
   if (n === 0) return '0';
   return Number(n.toPrecision(3)).toString();
 }
+
+/** The middle value (the upper one of an even count): what the interleaved-round benchmarks print. */
+export function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+}

@@ -442,6 +442,18 @@ local function tell_drained()
   end
 end
 
+-- Job id of tube T (its metadata j) goes to `owner`: reserved, counted for
+-- the tube's limits, and its 5 values appended to `taken` (id, ttr s, body,
+-- tube, ms it waited ready).
+local function hand_out(T, id, j, owner, taken)
+  local waited = waited_ms(j, now)
+  enter_reserved(T, id, j, now, owner)
+  take_slot(T, id, j, now)
+  save_job(id, j)
+  local t = #taken
+  taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4], taken[t + 5] = id, j[F_TTR], job_body(id), T.name, waited
+end
+
 -- Up to n jobs, most urgent first, from `tubes` (given by keys), or from the
 -- tubes of `watched` (a watch list, above) that have ready jobs; n < 0 takes
 -- none and names the -n candidates instead. The jobs are followed by whether
@@ -469,12 +481,7 @@ local function reserve(owner, n, tubes, watched, tell)
       local T, id = got[k], member_id(got[k + 1])
       local j = load_job(id)
       if j then -- else a stale member of a job that is gone: look again
-        local waited = waited_ms(j, now)
-        local t = #taken
-        enter_reserved(T, id, j, now, type(owner) == 'table' and owner[t / 5 + 1] or owner)
-        take_slot(T, id, j, now)
-        save_job(id, j)
-        taken[t + 1], taken[t + 2], taken[t + 3], taken[t + 4], taken[t + 5] = id, j[F_TTR], job_body(id), T.name, waited
+        hand_out(T, id, j, type(owner) == 'table' and owner[#taken / 5 + 1] or owner, taken)
       end
     end
   end
@@ -562,16 +569,16 @@ local function lone_reserve(a, at, results)
   return results[at] or false
 end
 
--- A put followed by a reserve of one job from its tube alone ('v' owner 1 1
--- t): how this sidecar hands a put to a consumer waiting on the tube
+-- The put at ARGV[a], followed by a reserve of one job from its tube alone
+-- ('v' owner 1 1 t; the call's first look finds these pairs): how this
+-- sidecar hands a put to a consumer waiting on the tube
 -- (src/server/waiters.ts). When the new job is what that reserve takes (ready
 -- at once, the tube may hand out a job, nothing as urgent is ready there), it
 -- goes straight to reserved: no ZADD into the ready set and ZPOPMIN out of it,
 -- no wait among the lone reserves. Returns the put's and the reserve's
 -- results, or nil: then each runs as an op of its own.
 local function put_handed_over(a)
-  local b = a + 1 + OP_FIELDS.p
-  if ARGV[b] ~= 'v' or ARGV[b + 2] ~= '1' or ARGV[b + 3] ~= '1' or ARGV[b + 4] ~= ARGV[a + 1] then return nil end
+  local b = a + op_length(a)
   local ti, pri, delay, run = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local owner, T = ARGV[b + 1], Ts[ti]
   if delay * 1000 > run or not lease_allows(owner, now) then return nil end
@@ -582,12 +589,10 @@ local function put_handed_over(a)
   -- Any job ready there was put before this one: it goes first at the same priority.
   local top = redis.call('ZRANGE', T.ready, 0, 0, 'WITHSCORES')
   if top[1] and tonumber(top[2]) <= pri then return nil end
-  local body = ARGV[a + 6]
-  local id, j = new_job(ti, pri, delay, tonumber(ARGV[a + 5]), body)
-  local waited = waited_ms(j, now)
-  enter_reserved(T, id, j, now, owner)
-  take_slot(T, id, j, now)
-  local taken = { id, j[F_TTR], body, T.name, waited, 0 }
+  local id, j = new_job(ti, pri, delay, tonumber(ARGV[a + 5]), ARGV[a + 6])
+  local taken = {}
+  hand_out(T, id, j, owner, taken)
+  taken[6] = 0 -- drained: told at the call's end
   tell_later(taken, tubes)
   return id, taken
 end
@@ -609,11 +614,12 @@ end
 --- @call
 local FIRST_OP = 5 + #Ts
 
--- A first look at the ops: how many ids they take (one INCRBY for all), and
--- the jobs that delete, release, bury and touch name (one HMGET for all).
-local ids_wanted, ids_named = 0, {}
+-- A first look at the ops: how many ids they take (one INCRBY for all), the
+-- jobs that delete, release, bury and touch name (one HMGET for all), and the
+-- puts followed by a lone reserve of their tube (handed[a]: put_handed_over).
+local ids_wanted, ids_named, handed = 0, {}, {}
 do
-  local a = FIRST_OP
+  local a, put_at = FIRST_OP, nil
   while a <= #ARGV do
     local op, len = ARGV[a], op_length(a)
     if not len then return redis.error_reply('ERR batch: unknown op ' .. tostring(op)) end
@@ -624,10 +630,12 @@ do
         local g = lone[ARGV[a + 4]]
         if g then g.last, g.count = a, g.count + 1
         else lone[ARGV[a + 4]] = { last = a, count = 1, tubes = { Ts[tonumber(ARGV[a + 4])] }, waiting = {} } end
+        if put_at and ARGV[put_at + 1] == ARGV[a + 4] then handed[put_at] = true end
       end
     elseif op ~= 'x' then
       ids_named[#ids_named + 1] = ARGV[a + 2]
     end
+    put_at = op == 'p' and a or nil
     a = a + len
   end
 end
@@ -654,7 +662,8 @@ while a <= #ARGV do
   elseif RESERVES[op] and not lease_allows(ARGV[a + 1], now) then
     r = -3
   elseif op == 'p' then
-    local id, taken = put_handed_over(a)
+    local id, taken
+    if handed[a] then id, taken = put_handed_over(a) end
     if id then -- the reserve after it is answered too: its result goes in its own place
       results[at], r = id, taken
       a, at = a + op_length(a), at + 1

@@ -27,6 +27,11 @@ function openStore(shards = 1, shard = 0): { redis: Redis; keys: ShardKeys; stor
   return { redis, keys, store: new RedisJobStore(redis, bindScripts(redis).jobs, keys) };
 }
 
+/** ZPOPMINs this Redis ran so far, scripts' included (INFO commandstats). */
+async function zpopminCalls(redis: Redis): Promise<number> {
+  return Number(/cmdstat_zpopmin:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
+}
+
 /** Every counter the scripts keep equals what the sets hold: stats, tube meta 'reserved', ready-tubes. */
 async function expectCountersExact(redis: Redis, keys: ShardKeys, store: RedisJobStore): Promise<void> {
   const tubes = await store.listTubes();
@@ -158,7 +163,6 @@ describe('batch: ops of one call on the same job', () => {
   it('hands a put to the lone reserve of its tube that follows it, straight to reserved, only when that reserve would take it', async () => {
     // Each case: what the two stores hold first, then [put, reserve] (how a sidecar hands a put to
     // a waiting consumer) in one call on one store, as two calls on the other.
-    const zpopmins = async (redis: Redis) => Number(/cmdstat_zpopmin:calls=(\d+)/.exec(await redis.info('commandstats'))?.[1] ?? 0);
     const said = (r: unknown) => (typeof r === 'object' && r !== null && 'jobs' in r
       ? (r as Reservation).jobs.map((j) => `${j.id}:${j.tube}:${j.body.toString()}:${j.ttr}`).join(' ')
       : r instanceof Error ? r.message : typeof r === 'number' ? (r < 0 ? r : 'wait') : r);
@@ -196,9 +200,9 @@ describe('batch: ops of one call on the same job', () => {
       await c.setup(together.store);
       await c.setup(apart.store);
       const ops = () => [jobOps.put(null, none, 't', c.pri ?? 10, c.delay ?? 0, 60, body('new')), jobOps.reserve(null, none, c.owner ?? 'o:1', ['t'], 1)];
-      const before = await zpopmins(together.redis);
+      const before = await zpopminCalls(together.redis);
       const one = await together.store.apply(ops());
-      const popped = (await zpopmins(together.redis)) - before;
+      const popped = (await zpopminCalls(together.redis)) - before;
       const two = [];
       for (const op of ops()) two.push(...(await apart.store.apply([op])));
       expect(one.map(said), c.name).toEqual(two.map(said));
@@ -322,7 +326,6 @@ describe('batch: ops of one call on the same job', () => {
     const batched = openStore();
     const serial = openStore();
     // (Both stores share one Redis: its ZPOPMINs are counted around the batched calls only.)
-    const zpopmins = async () => Number(/cmdstat_zpopmin:calls=(\d+)/.exec(await batched.redis.info('commandstats'))?.[1] ?? 0);
     let seed = 11;
     const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2 ** 31; return seed % n; };
     const tubes = ['a', 'b'];
@@ -364,9 +367,9 @@ describe('batch: ops of one call on the same job', () => {
         else if (r === 10) ops.push(jobOps.bury(null, none, by, pick, h?.tube ?? tube, 5));
         else ops.push(jobOps.touch(null, none, by, pick, h?.tube ?? tube));
       }
-      const before = await zpopmins();
+      const before = await zpopminCalls(batched.redis);
       const together = await batched.store.apply(ops);
-      popped += (await zpopmins()) - before;
+      popped += (await zpopminCalls(batched.redis)) - before;
       const oneByOne = [];
       for (const op of ops) oneByOne.push(...(await serial.store.apply([op])));
       expect(together.map(said), `call ${call}`).toEqual(oneByOne.map(said));
